@@ -1,0 +1,115 @@
+"""The reference interpreter's walker: runs computations instruction by instruction.
+
+Values are NumPy arrays (dtype = the element type's storage type from
+hloc.ir.dtypes, e.g. ml_dtypes.bfloat16 for bf16; 0-d arrays for scalars), Python
+tuples for tuple shapes, and TOKEN for tokens. Per-op semantics live in the registry
+(`OpDef.evaluate`, attached with `@evaluates(...)`); only the structural kinds that move
+values between computations are handled here, in one closed match.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..diagnostics import UnsupportedError
+from ..ir.module import Computation, Instruction, Module
+from ..ops import REGISTRY
+
+
+class _Token:
+    def __repr__(self):
+        return "token"
+
+
+TOKEN = _Token()
+
+
+def evaluates(*opcodes):
+    """Decorator: `fn(inst, operands, ctx) -> value` becomes the ops' evaluation."""
+    def register(fn):
+        for op in opcodes:
+            opdef = REGISTRY[op]
+            if opdef.evaluate is not None:
+                raise ValueError(f"evaluation for {op} registered twice")
+            opdef.evaluate = fn
+        return fn
+    return register
+
+
+class EvalContext:
+    """What an op's evaluation may use: calling computations, the RNG, the location."""
+
+    def __init__(self, interpreter: "Interpreter"):
+        self.interpreter = interpreter
+
+    def call(self, comp: Computation, args: list):
+        return self.interpreter.call(comp, args)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        return self.interpreter.rng
+
+    def unsupported(self, inst: Instruction, what: str) -> UnsupportedError:
+        return unsupported(inst, what)
+
+
+def unsupported(inst: Instruction, what: str | None = None) -> UnsupportedError:
+    comp = inst.parent
+    module = comp.parent if comp is not None else None
+    source = module.source if module is not None else None
+    loc = source.loc(inst.loc) if source is not None and isinstance(inst.loc, int) else None
+    detail = what or f"opcode {inst.opcode}"
+    return UnsupportedError(f"unsupported: {detail} (instruction %{inst.name})", loc)
+
+
+class Interpreter:
+    def __init__(self, module: Module, *, seed: int = 42):
+        self.module = module
+        self.rng = np.random.default_rng(seed)
+        self.ctx = EvalContext(self)
+
+    def run(self, args: list):
+        return self.call(self.module.entry, list(args))
+
+    def call(self, comp: Computation, args: list):
+        env: dict[int, object] = {}
+        ctx = self.ctx
+        for inst in comp.instructions:
+            env[id(inst)] = self._eval(inst, env, args, ctx)
+        return env[id(comp.root)]
+
+    def _eval(self, inst: Instruction, env, args, ctx):
+        match inst.opcode:
+            case "parameter":
+                return args[inst.parameter_number]
+            case "constant":
+                return inst.literal.value
+            case "tuple":
+                return tuple(env[id(o)] for o in inst.operands)
+            case "get-tuple-element":
+                return env[id(inst.operands[0])][inst.attrs["index"]]
+            case "call" | "fusion":
+                comp = inst.attrs.get("to_apply") or inst.attrs.get("calls")
+                return self.call(comp, [env[id(o)] for o in inst.operands])
+            case "while":
+                state = env[id(inst.operands[0])]
+                cond, body = inst.attrs["condition"], inst.attrs["body"]
+                while bool(self.call(cond, [state])):
+                    state = self.call(body, [state])
+                return state
+            case "conditional":
+                selector = env[id(inst.operands[0])]
+                if "branch_computations" in inst.attrs:
+                    branches = inst.attrs["branch_computations"]
+                    i = int(selector)
+                    if not 0 <= i < len(branches):
+                        i = len(branches) - 1   # out-of-range index runs the last branch
+                    comp = branches[i]
+                else:
+                    comp = inst.attrs["true_computation" if bool(selector)
+                                      else "false_computation"]
+                    i = 0 if bool(selector) else 1
+                return self.call(comp, [env[id(inst.operands[i + 1])]])
+        fn = inst.opdef.evaluate
+        if fn is None:
+            raise unsupported(inst)
+        return fn(inst, [env[id(o)] for o in inst.operands], ctx)

@@ -1,0 +1,187 @@
+"""The in-memory module: HloModule -> computations -> instructions.
+
+Instructions keep their operands and users in both directions. Mutation goes through
+the methods here (`replace_all_uses_with`, `Computation.add_instruction`,
+`remove_instruction`) so users and order stay consistent; passes use these, never
+raw list surgery.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from .shape import Shape, TupleShape
+
+
+class Instruction:
+    __slots__ = ("name", "opdef", "shape", "operands", "attrs", "users", "parent", "loc",
+                 "literal", "parameter_number", "control_predecessors", "is_root_marked")
+
+    def __init__(self, name: str, opdef, shape: Shape, operands=(), attrs=None, loc=None):
+        self.name = name
+        self.opdef = opdef
+        self.shape = shape
+        self.operands: list[Instruction] = list(operands)
+        self.attrs: dict[str, Any] = attrs if attrs is not None else {}
+        self.users: list[Instruction] = []
+        self.parent: Computation | None = None
+        self.loc = loc
+        self.literal = None            # constant: hloc.ir.literal.Literal
+        self.parameter_number = -1     # parameter: its index
+        self.control_predecessors: list[Instruction] = []
+        self.is_root_marked = False
+        for op in self.operands:
+            op.users.append(self)
+
+    @property
+    def opcode(self) -> str:
+        return self.opdef.name
+
+    def operand(self, i: int) -> "Instruction":
+        return self.operands[i]
+
+    def called_computations(self) -> list["Computation"]:
+        out = []
+        for v in self.attrs.values():
+            if isinstance(v, Computation):
+                out.append(v)
+            elif isinstance(v, tuple) and v and isinstance(v[0], Computation):
+                out.extend(v)
+        return out
+
+    def set_operand(self, i: int, new: "Instruction") -> None:
+        old = self.operands[i]
+        if old is new:
+            return
+        self.operands[i] = new
+        if self not in old.operands:
+            old.users.remove(self)
+        if self not in new.users:
+            new.users.append(self)
+
+    def replace_all_uses_with(self, new: "Instruction") -> None:
+        for user in list(self.users):
+            for i, op in enumerate(user.operands):
+                if op is self:
+                    user.operands[i] = new
+            if user not in new.users:
+                new.users.append(user)
+        self.users = []
+        comp = self.parent
+        if comp is not None and comp.root is self:
+            comp.root = new
+
+    def __repr__(self) -> str:
+        return f"<{self.opcode} %{self.name}: {self.shape}>"
+
+
+class Computation:
+    def __init__(self, name: str, loc=None):
+        self.name = name
+        self.loc = loc
+        self.instructions: list[Instruction] = []
+        self.parameters: list[Instruction] = []
+        self.root: Instruction | None = None
+        self.is_entry = False
+        self.execution_thread: str | None = None
+        self.parent: Module | None = None
+        self.is_fusion_computation = False
+
+    def add_instruction(self, inst: Instruction, before: Instruction | None = None) -> Instruction:
+        inst.parent = self
+        if before is None:
+            self.instructions.append(inst)
+        else:
+            self.instructions.insert(self.instructions.index(before), inst)
+        if inst.opcode == "parameter":
+            n = inst.parameter_number
+            while len(self.parameters) <= n:
+                self.parameters.append(None)
+            self.parameters[n] = inst
+        return inst
+
+    def remove_instruction(self, inst: Instruction) -> None:
+        if inst.users:
+            raise ValueError(f"cannot remove {inst.name}: it still has users")
+        for op in inst.operands:
+            if inst in op.users:
+                op.users.remove(inst)
+        self.instructions.remove(inst)
+        inst.parent = None
+
+    def instruction_by_name(self, name: str) -> Instruction | None:
+        for inst in self.instructions:
+            if inst.name == name:
+                return inst
+        return None
+
+    @property
+    def result_shape(self) -> Shape:
+        return self.root.shape
+
+    def __iter__(self) -> Iterator[Instruction]:
+        return iter(self.instructions)
+
+    def __repr__(self) -> str:
+        return f"<computation {self.name}>"
+
+
+class Module:
+    def __init__(self, name: str):
+        self.name = name
+        self.attrs: dict[str, Any] = {}        # header attributes (typed or verbatim)
+        self.stack_frames = None               # hloc.ir.stackframes.StackFrameIndex | None
+        self.computations: list[Computation] = []
+        self.entry: Computation | None = None
+        self.source = None                     # hloc.diagnostics.Source it came from
+        self.read_with_operand_shapes = False  # old long form: `add(f32[2]{0} %a, ...)`
+
+    def add_computation(self, comp: Computation) -> Computation:
+        comp.parent = self
+        self.computations.append(comp)
+        return comp
+
+    def computation(self, name: str) -> Computation | None:
+        for c in self.computations:
+            if c.name == name:
+                return c
+        return None
+
+    def post_order(self) -> list[Computation]:
+        """Callees before callers, keeping the stored order where it already is one."""
+        seen: set[int] = set()
+        out: list[Computation] = []
+        for start in self.computations:
+            if id(start) in seen:
+                continue
+            stack = [(start, iter(_callees(start)))]
+            seen.add(id(start))
+            while stack:
+                comp, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    stack.pop()
+                    out.append(comp)
+                elif id(nxt) not in seen:
+                    seen.add(id(nxt))
+                    stack.append((nxt, iter(_callees(nxt))))
+        if self.entry is not None and out and out[-1] is not self.entry and \
+                not any(self.entry in _callees(c) for c in out):
+            pass  # XLA keeps the entry where post-order puts it
+        return out
+
+    def is_scheduled(self) -> bool:
+        return bool(self.attrs.get("is_scheduled"))
+
+    def __repr__(self) -> str:
+        return f"<module {self.name}>"
+
+
+def _callees(comp: Computation) -> list[Computation]:
+    out = []
+    for inst in comp.instructions:
+        out.extend(inst.called_computations())
+    return out
+
+
+def leaf_count(shape: Shape) -> int:
+    return len(shape.leaves()) if isinstance(shape, TupleShape) else 1
