@@ -91,3 +91,128 @@ def fmt(file, output, short):
             f.write(text)
     else:
         click.echo(text, nl=False)
+
+
+class _RunCommand(click.Command):
+    """`--inputs a.npy b.npy` takes every following non-option word (click options take
+    one value each); when that swallows the MODULE argument, the last word is MODULE."""
+
+    def parse_args(self, ctx, args):
+        takes_value = {name for p in self.params if isinstance(p, click.Option)
+                       and not p.is_flag and p.nargs == 1 for name in p.opts}
+        out, groups, positional = [], [], 0
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a == "--":
+                rest = args[i + 1:]
+                positional += len(rest)
+                out.extend(args[i:])
+                break
+            if a == "--inputs" or a.startswith("--inputs="):
+                vals = [a.split("=", 1)[1]] if "=" in a else []
+                i += 1
+                while i < len(args) and not (args[i].startswith("-") and args[i] != "-"):
+                    vals.append(args[i])
+                    i += 1
+                groups.append((len(out), vals))
+                out.append(None)
+                continue
+            if a.startswith("-") and a != "-":
+                out.append(a)
+                if a in takes_value and i + 1 < len(args):
+                    out.append(args[i + 1])
+                    i += 1
+            else:
+                positional += 1
+                out.append(a)
+            i += 1
+        given_back = None
+        if positional == 0 and groups and len(groups[-1][1]) > 1:
+            given_back = groups[-1][1].pop()
+        final = []
+        slots = dict(groups)
+        for j, a in enumerate(out):
+            if a is None:
+                vals = slots[j]
+                if not vals:
+                    final.append("--inputs")     # let click report the missing value
+                for v in vals:
+                    final.extend(["--inputs", v])
+            else:
+                final.append(a)
+        if given_back is not None:
+            final.append(given_back)
+        return super().parse_args(ctx, final)
+
+
+@main.command(cls=_RunCommand)
+@click.argument("module", type=click.Path(allow_dash=True))
+@click.option("--inputs", "inputs", multiple=True, metavar="FILE...",
+              help="Arguments: one .npz (in0, in1, ... or keys named like the parameters) "
+                   "or one .npy/.npz per parameter.")
+@click.option("--input-literal", "literals", multiple=True, metavar="TEXT",
+              help="An argument as XLA literal text, e.g. 'f32[2] {1, 2}' (repeatable).")
+@click.option("--seed", type=int, default=42, show_default=True,
+              help="Seed of the fake arguments made when no inputs are given.")
+@click.option("--use-large-float-range", is_flag=True,
+              help="Fake floats over the whole range instead of [-0.1, 0.2).")
+@click.option("--backend", type=click.Choice(["interpreter"]), default="interpreter",
+              show_default=True, help="Where to run the module.")
+@click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Runs on the same arguments; each is timed on stderr.")
+@click.option("--output", type=click.Path(dir_okay=False),
+              help="Write the flattened results as out0, out1, ... to this .npz.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object (outputs, timings) instead of literal text.")
+@click.option("--print-values", is_flag=True,
+              help="With --json: include the values of outputs of any size.")
+@click.option("--print-all", is_flag=True, help="Do not truncate literals of 1000+ elements.")
+@click.option("--print-literals", is_flag=True,
+              help="Also print the arguments as '** Argument i **' blocks.")
+@click.option("--no-verify", is_flag=True, help="Skip the HLO verifier.")
+def run(module, inputs, literals, seed, use_large_float_range, backend, iterations, output,
+        as_json, print_values, print_all, print_literals, no_verify):
+    """Run MODULE (HLO text) on inputs or on fake arguments and print the result."""
+    import json
+
+    from .diagnostics import InputError
+    from .inputs import bind_arguments, read_inputs
+    from .runner import (argument_text, get_backend, result_json, result_text,
+                         run_module, save_outputs)
+    try:
+        modules = _load(module)
+    except OSError as e:
+        raise InputError(f"{module}: {e.strerror}") from None
+    if len(modules) != 1:
+        raise InputError(f"{module}: holds {len(modules)} modules; `hloc run` takes one")
+    m = modules[0]
+    if not no_verify:
+        from .verifier import verify
+        verify(m)
+    if inputs or literals:
+        args = bind_arguments(m, read_inputs(inputs, literals))
+    else:
+        from .fake_args import make_fake_arguments
+        args = make_fake_arguments(m, seed=seed, use_large_float_range=use_large_float_range)
+    runner = get_backend(backend).runner_name
+    if print_literals and not as_json:
+        click.echo(argument_text(m, args, print_all=print_all))
+
+    def before(i):
+        if iterations != 1:
+            click.echo(f"\n=== Iteration {i}", err=True)
+
+    def after(i, secs):
+        click.echo(f"execution time for runner {runner}: {secs:g}s.", err=True)
+
+    result = run_module(m, args, backend=backend, iterations=iterations, seed=seed,
+                        before_iteration=before, after_iteration=after)
+    if output:
+        save_outputs(output, result.shape, result.value)
+    if as_json:
+        click.echo(json.dumps(result_json(result, print_values=print_values or print_all)))
+    else:
+        if print_literals:
+            click.echo(f"** Result with test runner {runner} **")
+        click.echo(result_text(result.shape, result.value, print_all=print_all))

@@ -20,6 +20,9 @@ _HEADER_ORDER = ("is_scheduled", "input_output_alias", "buffer_donor",
                  "allow_spmd_sharding_propagation_to_output", "replica_count",
                  "num_partitions", "frontend_attributes", "origin_recovery_table")
 _HEADER_KINDS = {"is_scheduled": "bool", "alias_passthrough_params": "bool",
+                 "input_output_alias": "input_output_alias", "buffer_donor": "buffer_donor",
+                 "allow_spmd_sharding_propagation_to_parameters": "bool_list_or_bool",
+                 "allow_spmd_sharding_propagation_to_output": "bool_list_or_bool",
                  "entry_computation_layout": "computation_layout",
                  "replica_count": "int", "num_partitions": "int"}
 
@@ -32,6 +35,8 @@ class PrintOptions:
     large_constants: bool = False  # (new constants only; read ones keep their text)
     # `add(f32[2]{0} %a, ...)` as XLA printed until 2024; None = as the module was read.
     operand_shapes: bool | None = None
+    # `custom-call-start(...)` for async ops wrapping one instruction; None = as read.
+    async_sugar: bool | None = None
 
     @staticmethod
     def short_parsable() -> "PrintOptions":
@@ -41,6 +46,8 @@ class PrintOptions:
 def module_to_text(module: Module, options: PrintOptions = PrintOptions()) -> str:
     if options.operand_shapes is None:
         options = replace(options, operand_shapes=module.read_with_operand_shapes)
+    if options.async_sugar is None:
+        options = replace(options, async_sugar=module.read_with_async_sugar)
     out = [_header(module)]
     out.append("\n\n")
     if module.stack_frames is not None:
@@ -51,6 +58,8 @@ def module_to_text(module: Module, options: PrintOptions = PrintOptions()) -> st
             out.append("\n")
         out.append("\n")
     for comp in module.post_order():
+        if options.async_sugar and comp.is_async_sugar:
+            continue
         out.append(computation_to_text(comp, options))
         out.append("\n\n")
     return "".join(out)
@@ -118,10 +127,23 @@ def instruction_to_text(inst: Instruction, options: PrintOptions = PrintOptions(
             args = _operand_list([f"{o.shape} {pct}{o.name}" for o in inst.operands])
         else:
             args = _operand_list([pct + o.name for o in inst.operands])
-    text = f"{'ROOT ' if is_root else ''}{pct}{inst.name} = {inst.shape} {opdef.name}({args})"
+    opname = opdef.name
     attrs = inst.attrs
     parts = []
-    for spec in opdef.attrs:
+    specs = opdef.attrs
+    if options.async_sugar and opname.startswith("async-") and \
+            getattr(attrs.get("calls"), "is_async_sugar", False):
+        wrapped = attrs["calls"].root
+        opname = wrapped.opcode + opname[5:]
+        if "async_execution_thread" in attrs and opname.endswith("-start"):
+            parts.append("async_execution_thread=" + format_attr(
+                "string", attrs["async_execution_thread"]))
+        if opname.endswith("-start"):
+            attrs, specs = wrapped.attrs, wrapped.opdef.attrs
+        else:
+            attrs, specs = {}, ()
+    text = f"{'ROOT ' if is_root else ''}{pct}{inst.name} = {inst.shape} {opname}({args})"
+    for spec in specs:
         if spec.name in attrs:
             v = attrs[spec.name]
             if spec.default is not None and v == spec.default and not spec.always_print:

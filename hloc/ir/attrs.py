@@ -809,7 +809,7 @@ def _f_input_output_alias(v) -> str:
     if not v:
         return "{}"
     return "{ " + ", ".join(
-        f"{_si(o)}: ({p}, {_si(i)}{', must-alias' if k == 'must-alias' else ''})"
+        f"{_si(o)}: ({p}, {_si(i)}, {k})"
         for o, p, i, k in v) + " }"
 
 

@@ -85,6 +85,7 @@ class Computation:
         self.execution_thread: str | None = None
         self.parent: Module | None = None
         self.is_fusion_computation = False
+        self.is_async_sugar = False        # wrapper made for `op-start` syntax sugar
 
     def add_instruction(self, inst: Instruction, before: Instruction | None = None) -> Instruction:
         inst.parent = self
@@ -131,20 +132,28 @@ class Module:
         self.attrs: dict[str, Any] = {}        # header attributes (typed or verbatim)
         self.stack_frames = None               # hloc.ir.stackframes.StackFrameIndex | None
         self.computations: list[Computation] = []
+        self._by_name: dict[str, Computation] = {}
         self.entry: Computation | None = None
         self.source = None                     # hloc.diagnostics.Source it came from
         self.read_with_operand_shapes = False  # old long form: `add(f32[2]{0} %a, ...)`
+        self.read_with_async_sugar = False     # `custom-call-start(...)` instead of async-start
 
     def add_computation(self, comp: Computation) -> Computation:
         comp.parent = self
         self.computations.append(comp)
+        self._by_name[comp.name] = comp
         return comp
 
+    def remove_computation(self, comp: Computation) -> None:
+        self.computations.remove(comp)
+        if self._by_name.get(comp.name) is comp:
+            del self._by_name[comp.name]
+
     def computation(self, name: str) -> Computation | None:
-        for c in self.computations:
-            if c.name == name:
-                return c
-        return None
+        comp = self._by_name.get(name)
+        if comp is None or comp.name != name:   # renamed since it was added
+            comp = next((c for c in self.computations if c.name == name), None)
+        return comp
 
     def post_order(self) -> list[Computation]:
         """Callees before callers, keeping the stored order where it already is one."""

@@ -14,19 +14,20 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ArrayShape, TupleShape
 from ..ops import GENERIC_ATTRS, REGISTRY
 from ..ops.base import ShapeInferenceError
+from .lexer import _SKIP_RE
 from .records import CompRec, InstrRec, ModuleRec
 
 MODULE_ATTRS = {
     "is_scheduled": "bool",
     "entry_computation_layout": "computation_layout",
-    "input_output_alias": "verbatim",
-    "buffer_donor": "verbatim",
+    "input_output_alias": "input_output_alias",
+    "buffer_donor": "buffer_donor",
     "replica_count": "int",
     "num_partitions": "int",
     "alias_passthrough_params": "bool",
     "frontend_attributes": "verbatim",
-    "allow_spmd_sharding_propagation_to_parameters": "verbatim",
-    "allow_spmd_sharding_propagation_to_output": "verbatim",
+    "allow_spmd_sharding_propagation_to_parameters": "bool_list_or_bool",
+    "allow_spmd_sharding_propagation_to_output": "bool_list_or_bool",
     "origin_recovery_table": "verbatim",
 }
 _GENERIC = {a.name: a for a in GENERIC_ATTRS}
@@ -41,6 +42,10 @@ class Builder:
 
     def error(self, message: str, pos: int) -> ParseError:
         return ParseError(message, self.source.loc(pos))
+
+    def after(self, irec: InstrRec) -> int:
+        """Where XLA reports errors found once an instruction is complete: the next token."""
+        return _SKIP_RE.match(self.source.text, irec.end).end()
 
     # -- module ------------------------------------------------------------------
     def build_module(self, rec: ModuleRec) -> Module:
@@ -130,8 +135,11 @@ class Builder:
     def build_instruction(self, irec: InstrRec) -> Instruction:
         opdef = REGISTRY.get(irec.opcode)
         if opdef is None:
-            raise self.error(f"expects opcode but sees: {irec.opcode} (unknown opcode)",
-                             irec.opcode_pos)
+            sugar = _async_sugar(irec.opcode)
+            if sugar is None:
+                raise self.error(f"expects opcode but sees: {irec.opcode} (unknown opcode)",
+                                 irec.opcode_pos)
+            return self.build_async_sugar(irec, *sugar)
         name = irec.name or self._unique_anon(irec.opcode)
         if name in self._names:
             raise self.error(f"instruction already exists: {name}", irec.pos)
@@ -172,6 +180,8 @@ class Builder:
             self._set_literal(inst, irec)
         if inst.shape is None:
             inst.shape = self.infer_shape(inst, irec)
+        if opdef.name in ("async-update", "async-done"):
+            self._check_async_continuation(inst, irec)
         preds = attrs.pop("control-predecessors", None)
         if preds:
             for pname in preds:
@@ -183,6 +193,73 @@ class Builder:
         self._names[name] = inst
         self._comp.add_instruction(inst)
         return inst
+
+    def build_async_sugar(self, irec: InstrRec, base: str, phase: str) -> Instruction:
+        """`custom-call-start(...)` etc.: XLA's syntax sugar for async-start/update/done
+        wrapping one instruction in its own computation."""
+        from .records import CompRec, OperandRec
+        self.module.read_with_async_sugar = True
+        thread = [a for a in irec.attrs if a[0] == "async_execution_thread"]
+        rest = [a for a in irec.attrs if a[0] != "async_execution_thread"]
+        if phase != "start":
+            rec = InstrRec(irec.root, irec.name, irec.pos, irec.shape, irec.shape_pos,
+                           f"async-{phase}", irec.opcode_pos, irec.operands, None, thread,
+                           irec.end)
+            inst = self.build_instruction(rec)
+            start = inst.operands[0]
+            wrapped = start.attrs["calls"]
+            if wrapped.root.opcode != base:
+                raise self.error(f"Expect async wrapped opcode to be {wrapped.root.opcode}, "
+                                 f"but got {base}", self.after(irec))
+            inst.attrs["calls"] = wrapped
+            return inst
+        shape = irec.shape
+        if not (isinstance(shape, TupleShape) and len(shape.elements) >= 2
+                and isinstance(shape.elements[0], TupleShape)):
+            raise self.error("AsyncStart expects the op shape to be in the form of "
+                             "((async-operands), async-outputs, state).", irec.shape_pos)
+        params = []
+        for i, pshape in enumerate(shape.elements[0].elements):
+            params.append(InstrRec(False, f"async_param.{i}" if i else "async_param",
+                                   irec.pos, pshape, irec.pos, "parameter", irec.opcode_pos,
+                                   [OperandRec("int", irec.pos, value=i)], None, []))
+        wrapped_ops = [OperandRec("name", irec.pos, name=p.name) for p in params]
+        wrapped = InstrRec(True, base, irec.pos, shape.elements[1], irec.shape_pos, base,
+                           irec.opcode_pos, wrapped_ops, None, rest, irec.end)
+        saved = (self._names, self._comp)
+        name = "async_wrapped"
+        i = 0
+        while self.module.computation(name) is not None:
+            i += 1
+            name = f"async_wrapped.{i}"
+        comp = Computation(name, irec.pos)
+        comp.is_async_sugar = True
+        self._fill_computation(comp, params + [wrapped], irec.pos)
+        self.module.add_computation(comp)
+        self._names, self._comp = saved
+        rec = InstrRec(irec.root, irec.name, irec.pos, shape, irec.shape_pos, "async-start",
+                       irec.opcode_pos, irec.operands, None,
+                       thread + [("calls", "%" + name, irec.opcode_pos)], irec.end)
+        return self.build_instruction(rec)
+
+    def _check_async_continuation(self, inst, irec):
+        start = inst.operands[0]
+        if start.opcode not in ("async-start", "async-update"):
+            raise self.error("AsyncUpdate and AsyncDone expect a single async op as their "
+                             "operand.", self.after(irec))
+        wrapped = start.attrs.get("calls")
+        calls = inst.attrs.get("calls")
+        if calls is not None and calls is not wrapped:
+            raise self.error(f"Expect async_wrapped_computation to be {wrapped.name}, but "
+                             f"got {calls.name}", self.after(irec))
+        inst.attrs.setdefault("calls", wrapped)
+        want = start.attrs.get("async_execution_thread", "main")
+        got = inst.attrs.get("async_execution_thread", want)
+        if "async_execution_thread" in start.attrs:
+            inst.attrs.setdefault("async_execution_thread", want)
+        if want != got:
+            raise self.error(f"Expect async_execution_thread to be {want}, but got {got}",
+                             self.after(irec))
 
     def _add_parameter(self, inst, number, irec):
         if number < 0:
@@ -221,7 +298,7 @@ class Builder:
             attrs[aname] = value
         for spec in opdef.attrs:
             if spec.required and spec.name not in attrs:
-                raise self.error(f"attribute {spec.name} is expected but not seen", irec.end)
+                raise self.error(f"attribute {spec.name} is expected but not seen", self.after(irec))
         return attrs
 
     def resolve_computations(self, value, pos):
@@ -262,6 +339,17 @@ class Builder:
         if shape is None:
             raise self.error("expects instruction shape", irec.opcode_pos)
         return shape
+
+
+def _async_sugar(opcode: str):
+    """('custom-call', 'start') for `custom-call-start` when that is sugar, else None."""
+    for phase in ("start", "update", "done"):
+        suffix = "-" + phase
+        if opcode.endswith(suffix):
+            base = opcode[:-len(suffix)]
+            if base in REGISTRY and not base.startswith("async"):
+                return base, phase
+    return None
 
 
 def build(rec, source: Source) -> Module:

@@ -15,7 +15,7 @@ import re
 
 from ..diagnostics import ParseError, Source
 from ..ir.dtypes import DTYPES
-from ..ir.shape import ShapeSyntaxError, parse_shape_prefix
+from ..ir.shape import ShapeSyntaxError, parse_shape, parse_shape_prefix
 
 
 class Tok:
@@ -38,7 +38,8 @@ KEYWORDS = {"HloModule": "HLOMODULE", "ENTRY": "ENTRY", "ROOT": "ROOT",
             "FileLocations": "FILELOCATIONS", "StackFrames": "STACKFRAMES"}
 
 _IDENT = r"[A-Za-z_][\w.\-]*"
-_ARRAY_SHAPE = r"[a-z][a-z0-9]*\[[^\]\[]*\](?:\{[\d,]*(?::[^{}]*(?:\{[^{}]*\}[^{}]*)*)?\})?"
+_ARRAY_SHAPE = r"[a-z][a-z0-9]*\[[^\]\[]*\](?:\{[\d,\s]*(?::[^{}]*(?:\{[^{}]*\}[^{}]*)*)?\})?"
+_ARRAY_SHAPE_RE = re.compile(_ARRAY_SHAPE)
 _TUPLE_SHAPE = r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
 _SIMPLE_OPERAND = rf"(?:/\*[^*]*\*/\s*)?(?:(?:{_ARRAY_SHAPE}|{_TUPLE_SHAPE})\s+)?%?{_IDENT}"
 
@@ -221,8 +222,8 @@ class Lexer:
             if c == ")":
                 if paren:
                     paren -= 1
-                yield Tok("_RPAR", ")", pos)
-                prev = "_RPAR"
+                yield Tok("RPAR", ")", pos)
+                prev = "RPAR"
                 pos += 1
                 continue
             if c == "{":
@@ -309,10 +310,24 @@ class Lexer:
             pos = after
 
     def _try_shape(self, pos: int, must: bool):
+        text = self.text
         try:
-            shape, end = parse_shape_prefix(self.text, pos)
-        except ShapeSyntaxError as e:
+            # Find the shape's extent cheaply, then parse through the shape cache.
+            if text[pos] == "(" or text.startswith("b(", pos):
+                end = self.scan_balanced(pos + (text[pos] == "b"))
+            else:
+                m = _ARRAY_SHAPE_RE.match(text, pos)
+                end = m.end() if m else -1
+            if end > 0:
+                try:
+                    return Tok("SHAPE", (parse_shape(text[pos:end]), end), pos)
+                except ShapeSyntaxError:
+                    pass  # re-parse in place below for an exact error location
+            shape, end = parse_shape_prefix(text, pos)
+        except (ShapeSyntaxError, ParseError) as e:
             if must:
+                if isinstance(e, ParseError):
+                    raise
                 raise self.error(str(e), pos + e.offset) from None
             return None
         return Tok("SHAPE", (shape, end), pos)

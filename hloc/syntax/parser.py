@@ -55,6 +55,11 @@ class PosError(Exception):
         self.pos = pos
 
 
+def _attr_end(attr) -> int:
+    name, text, pos = attr
+    return pos + len(text)
+
+
 class _Build(Transformer):
     """Parse callbacks (stateless): grammar rules -> records."""
 
@@ -94,7 +99,7 @@ class _Build(Transformer):
                 operands.append(OperandRec("name", args_pos + off, name=name.lstrip("%"),
                                            shape=op_shape, shape_pos=args_pos + off))
         attrs = [t.value for t in c[1:]]
-        end = c[-1].pos if len(c) > 1 else m.end()
+        end = _attr_end(attrs[-1]) if attrs else m.end()
         return InstrRec(m.group(1) is not None, m.group(2).lstrip("%"), m.start(2), shape,
                         shape_pos, opcode, m.start(4), operands, literal, attrs, end)
 
@@ -114,16 +119,19 @@ class _Build(Transformer):
         op_tok = c[i]
         args = c[i + 1]
         attrs = [t.value for t in c[i + 2:]]
-        operands, literal = args
-        end = c[-1].pos if attrs else op_tok.pos
+        operands, literal, args_end = args
+        end = _attr_end(attrs[-1]) if attrs else args_end
         return InstrRec(root, name_tok.value.lstrip("%"), name_tok.pos, shape, shape_pos,
                         op_tok.value, op_tok.pos, operands, literal, attrs, end)
 
     def arguments(self, c):
-        return ([x for x in c if x is not None], None)
+        # the closing ')' is filtered out of the tree; the lexer recorded nothing we need
+        # except its end, which the last operand or the open paren bounds
+        return ([x for x in c[:-1] if x is not None], None, c[-1].pos + 1)
 
     def literal_argument(self, c):
-        return ([], c[0].value)
+        text, pos = c[0].value
+        return ([], c[0].value, pos + len(text) + 1)
 
     def named_operand(self, c):
         if len(c) == 2:
@@ -137,7 +145,7 @@ class _Build(Transformer):
         if c[0].type == "SHAPE":
             shape, shape_pos = c[0].value[0], c[0].pos
             c = c[1:]
-        op_tok, (operands, literal) = c[0], c[1]
+        op_tok, (operands, literal, _) = c[0], c[1]
         rec = InstrRec(False, "", op_tok.pos, shape, shape_pos, op_tok.value, op_tok.pos,
                        operands, literal, [], op_tok.pos)
         return OperandRec("nested", op_tok.pos, nested=rec)
@@ -150,7 +158,7 @@ class _Build(Transformer):
         return (c[0].value.lstrip("%"), c[1].value[0], c[0].pos)
 
     def signature(self, c):
-        params = [p for p in c[:-1] if p is not None]
+        params = [p for p in c[:-2] if p is not None]
         return ("signature", params, c[-1].value[0])
 
     def computation(self, c):
@@ -217,7 +225,7 @@ def _lark(start: str) -> Lark:
 
 
 _EXPECT_NAMES = {"NAME": "name", "OPCODE": "opcode", "SHAPE": "shape", "_EQUAL": "'='",
-                 "_RPAR": "')'", "_LPAR": "'('", "_LBRACE": "'{'", "_RBRACE": "'}'",
+                 "RPAR": "')'", "_LPAR": "'('", "_LBRACE": "'{'", "_RBRACE": "'}'",
                  "_COMMA": "','", "ATTR": "attribute", "HEAD": "instruction",
                  "ROOT": "ROOT", "ENTRY": "ENTRY", "_ARROW": "'->'", "INT": "integer",
                  "PARAM_NAME": "parameter name", "LITERAL": "literal"}
