@@ -151,8 +151,9 @@ class Module:
 
     def computation(self, name: str) -> Computation | None:
         comp = self._by_name.get(name)
-        if comp is None or comp.name != name:   # renamed since it was added
-            comp = next((c for c in self.computations if c.name == name), None)
+        if comp is not None and comp.name != name:   # renamed since it was added
+            self._by_name = {c.name: c for c in self.computations}
+            comp = self._by_name.get(name)
         return comp
 
     def post_order(self) -> list[Computation]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..diagnostics import ParseError, Source
 from ..ir import attrs as attr_kinds
-from ..ir.literal import LiteralError, parse_literal
+from ..ir.literal import ElidedFiller, ElidedLiteral, LiteralError, parse_literal
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ArrayShape, TupleShape
 from ..ops import GENERIC_ATTRS, REGISTRY
@@ -31,6 +31,8 @@ MODULE_ATTRS = {
     "origin_recovery_table": "verbatim",
 }
 _GENERIC = {a.name: a for a in GENERIC_ATTRS}
+# Small constants (`constant(0)`, `constant(-inf)`) repeat thousands of times in big dumps.
+_LITERAL_CACHE: dict = {}
 _COMPUTATION_KINDS = ("computation", "computation_list")
 
 
@@ -39,6 +41,7 @@ class Builder:
         self.source = source
         self.module: Module | None = None
         self._inline_count = 0
+        self.filler = ElidedFiller()   # XLA fills `{...}` from counters, in text order
 
     def error(self, message: str, pos: int) -> ParseError:
         return ParseError(message, self.source.loc(pos))
@@ -277,10 +280,22 @@ class Builder:
         text, pos = irec.literal
         if inst.shape is None:
             raise self.error("expects instruction shape", irec.opcode_pos)
-        try:
-            inst.literal = parse_literal(text, inst.shape)
-        except LiteralError as e:
-            raise self.error(str(e), pos + e.offset) from None
+        if text.strip() == "{...}" and isinstance(inst.shape, ArrayShape) and inst.shape.dims:
+            inst.literal = ElidedLiteral(inst.shape, text, self.filler)
+            return
+        key = (text, inst.shape)
+        lit = _LITERAL_CACHE.get(key) if len(text) <= 64 and "..." not in text else None
+        if lit is None:
+            try:
+                lit = parse_literal(text, inst.shape, filler=self.filler)
+            except LiteralError as e:
+                raise self.error(str(e), pos + e.offset) from None
+            if len(text) <= 64 and isinstance(inst.shape, ArrayShape) and not lit.elided:
+                lit.value.flags.writeable = False   # shared between equal constants
+                if len(_LITERAL_CACHE) > 4096:
+                    _LITERAL_CACHE.clear()
+                _LITERAL_CACHE[key] = lit
+        inst.literal = lit
 
     def build_attrs(self, opdef, irec: InstrRec) -> dict:
         attrs = {}

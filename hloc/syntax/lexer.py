@@ -5,8 +5,9 @@ Token design decides both speed and correctness (see grammar/hlo.lark):
 - a whole attribute (`, metadata={...}`) is one ATTR token whose value text is cut out
   with brace/quote balancing and interpreted later by its typed kind;
 - `constant(...)` contents are one LITERAL token;
-- the common instruction head `ROOT? %name = shape opcode(simple operands)` is one
-  HEAD token (a fast path; anything unusual falls back to fine-grained tokens).
+- the common instruction `ROOT? %name = shape opcode(simple operands), attrs` is one
+  INSTR token, attributes included (a fast path; anything unusual falls back to
+  fine-grained tokens).
 Comments (`/* */`, `//`) and whitespace are skipped everywhere.
 """
 from __future__ import annotations
@@ -52,6 +53,7 @@ _SIMPLE_ARGS_RE = re.compile(
 _OPERAND_RE = re.compile(
     rf"\s*(?:/\*[^*]*\*/\s*)?(?:({_ARRAY_SHAPE}|{_TUPLE_SHAPE})\s+)?(%?{_IDENT})\s*,?")
 
+_PARAM_RE = re.compile(rf"(%?{_IDENT}):[ \t]*")
 _SKIP_RE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
 _ATTR_START_RE = re.compile(rf",\s*(?:/\*.*?\*/\s*)*({_IDENT})=", re.S)
 _IDENT_RE = re.compile(rf"%?{_IDENT}")
@@ -132,7 +134,7 @@ class Lexer:
             try:
                 _, end = parse_shape_prefix(text, pos)
             except ShapeSyntaxError as e:
-                raise self.error(str(e), pos + e.offset) from None
+                raise self.error(str(e), e.offset) from None   # absolute offset
             p = _SKIP_RE.match(text, end).end()
             if p < self.end and text[p] in "{(":
                 return self.scan_balanced(p)
@@ -178,10 +180,20 @@ class Lexer:
                     args = m.group(5)
                     opcode = m.group(4)
                     if opcode in ("constant", "parameter") or simple_args(args):
-                        tok = Tok("HEAD", m, pos)
-                        yield tok
-                        prev = "HEAD"
+                        # The whole instruction, attributes included, is one token.
                         pos = m.end()
+                        attrs = []
+                        while True:
+                            a = attr_match(text, skip(text, pos).end())
+                            if a is None:
+                                break
+                            name = a.group(1)
+                            vstart = skip(text, a.end()).end()
+                            vend = self.scan_value(vstart, name)
+                            attrs.append((name, text[vstart:vend], vstart))
+                            pos = vend
+                        yield Tok("INSTR", (m, attrs), m.start())
+                        prev = "INSTR"
                         continue
             if c == ",":
                 if not paren:
@@ -199,6 +211,13 @@ class Lexer:
                 pos += 1
                 continue
             if c == "(":
+                if not body and prev in ("NAME", "OPCODE"):
+                    sig = self._signature(pos)
+                    if sig is not None:
+                        yield sig
+                        prev = "SIGNATURE"
+                        pos = sig.value[2]
+                        continue
                 if prev == "OPCODE" and prev_value == "constant":
                     close = self.scan_balanced(pos)
                     yield Tok("LITERAL", (text[pos + 1:close - 1], pos + 1), pos)
@@ -309,6 +328,34 @@ class Lexer:
             prev = "NAME"
             pos = after
 
+    def _signature(self, pos: int):
+        """`(p: f32[2], q: (s32[], f32[])) -> f32[2]` as one SIGNATURE token:
+        value (params [(name, shape, pos)], result shape, end)."""
+        text = self.text
+        close = self.scan_balanced(pos)
+        params = []
+        p = pos + 1
+        while True:
+            p = _SKIP_RE.match(text, p).end()
+            if p >= close - 1:
+                break
+            m = _PARAM_RE.match(text, p)
+            if m is None:
+                return None      # not a plain signature: let the grammar report it
+            tok = self._try_shape(m.end(), must=True)
+            params.append((m.group(1).lstrip("%"), tok.value[0], p))
+            p = _SKIP_RE.match(text, tok.value[1]).end()
+            if text.startswith(",", p):
+                p += 1
+            elif p != close - 1:
+                return None
+        p = _SKIP_RE.match(text, close).end()
+        if not text.startswith("->", p):
+            return None
+        p = _SKIP_RE.match(text, p + 2).end()
+        result = self._try_shape(p, must=True)
+        return Tok("SIGNATURE", (params, result.value[0], result.value[1]), pos)
+
     def _try_shape(self, pos: int, must: bool):
         text = self.text
         try:
@@ -328,6 +375,6 @@ class Lexer:
             if must:
                 if isinstance(e, ParseError):
                     raise
-                raise self.error(str(e), pos + e.offset) from None
+                raise self.error(str(e), e.offset) from None   # absolute offset
             return None
         return Tok("SHAPE", (shape, end), pos)

@@ -65,8 +65,7 @@ class _Build(Transformer):
 
     # -- instructions ------------------------------------------------------------
     def fast_instruction(self, c):
-        head = c[0]
-        m = head.value
+        m, attrs = c[0].value
         text = m.string
         shape = None
         shape_pos = 0
@@ -98,7 +97,6 @@ class _Build(Transformer):
                         raise PosError(str(e), args_pos + off) from None
                 operands.append(OperandRec("name", args_pos + off, name=name.lstrip("%"),
                                            shape=op_shape, shape_pos=args_pos + off))
-        attrs = [t.value for t in c[1:]]
         end = _attr_end(attrs[-1]) if attrs else m.end()
         return InstrRec(m.group(1) is not None, m.group(2).lstrip("%"), m.start(2), shape,
                         shape_pos, opcode, m.start(4), operands, literal, attrs, end)
@@ -156,6 +154,10 @@ class _Build(Transformer):
     # -- computations and modules -------------------------------------------------
     def param(self, c):
         return (c[0].value.lstrip("%"), c[1].value[0], c[0].pos)
+
+    def fast_signature(self, c):
+        params, result, _ = c[0].value
+        return ("signature", params, result)
 
     def signature(self, c):
         params = [p for p in c[:-2] if p is not None]
@@ -226,7 +228,7 @@ def _lark(start: str) -> Lark:
 
 _EXPECT_NAMES = {"NAME": "name", "OPCODE": "opcode", "SHAPE": "shape", "_EQUAL": "'='",
                  "RPAR": "')'", "_LPAR": "'('", "_LBRACE": "'{'", "_RBRACE": "'}'",
-                 "_COMMA": "','", "ATTR": "attribute", "HEAD": "instruction",
+                 "_COMMA": "','", "ATTR": "attribute", "INSTR": "instruction",
                  "ROOT": "ROOT", "ENTRY": "ENTRY", "_ARROW": "'->'", "INT": "integer",
                  "PARAM_NAME": "parameter name", "LITERAL": "literal"}
 
@@ -239,8 +241,8 @@ def _describe(tok) -> str:
         return f"shape {v[0]}"
     if tok.type == "ATTR":
         return f"attribute {v[0]}"
-    if tok.type == "HEAD":
-        return f"instruction {v.group(2)}"
+    if tok.type == "INSTR":
+        return f"instruction {v[0].group(2)}"
     return f"'{v}'"
 
 
