@@ -55,6 +55,10 @@ _OPERAND_RE = re.compile(
 
 _PARAM_RE = re.compile(rf"(%?{_IDENT}):[ \t]*")
 _SKIP_RE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
+# One attribute in one match when its value is simple: a brace group without nested
+# braces, a string, or a plain word not followed by brackets; else the general scanner.
+_FAST_ATTR_RE = re.compile(
+    rf"""[ \t]*,[ \t]*({_IDENT})=(\{{(?:[^{{}}"']|"(?:[^"\\]|\\.)*")*\}}|"(?:[^"\\\n]|\\.)*"|[\w%.\-?>]++(?![\[{{(<=:"']))""")
 _ATTR_START_RE = re.compile(rf",\s*(?:/\*.*?\*/\s*)*({_IDENT})=", re.S)
 _IDENT_RE = re.compile(rf"%?{_IDENT}")
 _NUMBER_RE = re.compile(
@@ -161,6 +165,7 @@ class Lexer:
         head_match = _HEAD_RE.match
         simple_args = _SIMPLE_ARGS_RE.fullmatch
         attr_match = _ATTR_START_RE.match
+        fast_attr = _FAST_ATTR_RE.match
         paren = 0           # depth of '(' inside an instruction
         body = 0            # depth of computation braces
         prev = None         # type of the previous token
@@ -184,6 +189,11 @@ class Lexer:
                         pos = m.end()
                         attrs = []
                         while True:
+                            a = fast_attr(text, pos)
+                            if a is not None:
+                                attrs.append((a.group(1), a.group(2), a.start(2)))
+                                pos = a.end()
+                                continue
                             a = attr_match(text, skip(text, pos).end())
                             if a is None:
                                 break

@@ -87,6 +87,15 @@ class _Build(Transformer):
             if not re.fullmatch(r"-?\d+", s):
                 raise PosError("expects integer", args_pos)
             operands.append(OperandRec("int", args_pos, value=int(s)))
+        elif "[" not in args and "/" not in args:
+            # Modern dumps: bare names (the lexer checked the syntax already).
+            off = args_pos
+            for piece in args.split(","):
+                name = piece.strip()
+                if name:
+                    operands.append(OperandRec("name", off + piece.find(name),
+                                               name=name.lstrip("%")))
+                off += len(piece) + 1
         else:
             for shape_text, name, off in split_operands(args):
                 op_shape = None
