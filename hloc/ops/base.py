@@ -3,7 +3,7 @@
 Spelling, arity, the typed attribute schema (which drives parsing, printing,
 verification and CSE keys), traits, the shape rule, the NumPy evaluation and the LLVM
 element generator all live in the OpDef, so adding an op touches one place. Theme
-modules (`elementwise.py`, `shape_ops.py`, ...) call `register()`; `REGISTRY` maps the
+modules (`elementwise.py`, `data_movement.py`, ...) call `register()`; `REGISTRY` maps the
 text spelling to the OpDef.
 """
 from __future__ import annotations
@@ -40,7 +40,8 @@ class OpDef:
     traits: frozenset = frozenset()
     # infer(operand_shapes, attrs, inst) -> Shape; `attrs` maps attribute name to typed
     # value (absent = not given); `inst` gives access to called computations.
-    # Raises ShapeInferenceError. None: the result shape must be written in the text.
+    # Raises ShapeInferenceError. None (or the SHAPE_REQUIRED trait): the result shape
+    # must be written in the text.
     infer: Callable | None = None
     # evaluate(inst, operand_values, ctx) -> value (filled in by hloc.interp).
     evaluate: Callable | None = None

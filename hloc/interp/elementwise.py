@@ -1,0 +1,128 @@
+"""Evaluations of HLO's elementwise opcodes, attached to the registry with `@evaluates`.
+
+Each evaluation picks the operands' element types from the instruction, runs a pure
+kernel from numerics.py / conversions.py under `np.errstate(all="ignore")` and checks
+that the result has exactly the storage dtype of the instruction's element type.
+Results take their dimensions from the operands (so the lane engine in reductions.py
+can run these on arrays of any shape); scalar operands of select and clamp broadcast.
+An element type the kernel does not take becomes `ctx.unsupported(...)`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import REGISTRY
+from . import conversions as C
+from . import numerics as N
+from .core import evaluates
+
+BINARY_OPCODES = ("add", "subtract", "multiply", "divide", "remainder", "power", "maximum",
+                  "minimum", "atan2", "and", "or", "xor", "shift-left",
+                  "shift-right-arithmetic", "shift-right-logical", "mulhi")
+UNARY_OPCODES = tuple(N.UNARY)
+
+
+def _register(opcode: str, fn) -> None:
+    # Opcodes a given XLA version lacks (atan, mulhi ...) may be absent from the registry.
+    if opcode in REGISTRY:
+        evaluates(opcode)(fn)
+
+
+def _dtype(inst, i: int = 0):
+    return inst.operands[i].shape.dtype
+
+
+def _finish(value, inst) -> np.ndarray:
+    dt = inst.shape.dtype
+    y = np.asarray(value)
+    if y.dtype != dt.np:
+        raise AssertionError(f"{inst.opcode} produced {y.dtype}, expected {dt.name}")
+    return y
+
+
+def _run(inst, ctx, kernel, *args) -> np.ndarray:
+    try:
+        with np.errstate(all="ignore"):
+            return _finish(kernel(*args), inst)
+    except N.Unsupported as e:
+        raise ctx.unsupported(inst, f"{inst.opcode}: {e}") from None
+
+
+def _arrays(operands):
+    return [np.asarray(v) for v in operands]
+
+
+def _unary(kernel):
+    def evaluate(inst, operands, ctx):
+        return _run(inst, ctx, kernel, _dtype(inst), np.asarray(operands[0]))
+    return evaluate
+
+
+def _binary(opcode):
+    def evaluate(inst, operands, ctx):
+        a, b = _arrays(operands)
+        return _run(inst, ctx, N.binary, opcode, _dtype(inst), a, b)
+    return evaluate
+
+
+for _op in UNARY_OPCODES:
+    _register(_op, _unary(N.UNARY[_op]))
+for _op in BINARY_OPCODES:
+    _register(_op, _binary(_op))
+
+
+@evaluates("complex")
+def _complex(inst, operands, ctx):
+    re, im = _arrays(operands)
+    return _run(inst, ctx, N.complex_from_parts, inst.shape.dtype, re, im)
+
+
+@evaluates("compare")
+def _compare(inst, operands, ctx):
+    a, b = _arrays(operands)
+    return _run(inst, ctx, N.compare, _dtype(inst), a, b, inst.attrs["direction"],
+                inst.attrs.get("type"))
+
+
+@evaluates("select")
+def _select(inst, operands, ctx):
+    pred, on_true, on_false = operands
+    if isinstance(on_true, tuple):          # pre-2023 tuple select: scalar predicate
+        return on_true if bool(pred) else on_false
+    return _run(inst, ctx, N.select, *_arrays(operands))
+
+
+@evaluates("clamp")
+def _clamp(inst, operands, ctx):
+    lo, x, hi = _arrays(operands)
+    return _run(inst, ctx, N.clamp, _dtype(inst, 1), lo, x, hi)
+
+
+@evaluates("convert")
+def _convert(inst, operands, ctx):
+    return _run(inst, ctx, C.convert, np.asarray(operands[0]), _dtype(inst), inst.shape.dtype)
+
+
+@evaluates("bitcast-convert")
+def _bitcast_convert(inst, operands, ctx):
+    return _run(inst, ctx, C.bitcast_convert, np.asarray(operands[0]), _dtype(inst),
+                inst.shape.dtype)
+
+
+@evaluates("bitcast")
+def _bitcast(inst, operands, ctx):
+    return _run(inst, ctx, C.bitcast, np.asarray(operands[0]), inst.operands[0].shape,
+                inst.shape)
+
+
+@evaluates("reduce-precision")
+def _reduce_precision(inst, operands, ctx):
+    return _run(inst, ctx, C.reduce_precision, _dtype(inst), np.asarray(operands[0]),
+                inst.attrs["exponent_bits"], inst.attrs["mantissa_bits"])
+
+
+@evaluates("stochastic-convert")
+def _stochastic_convert(inst, operands, ctx):
+    x, rnd = _arrays(operands)
+    return _run(inst, ctx, C.stochastic_convert, x, rnd, _dtype(inst, 0), _dtype(inst, 1),
+                inst.shape.dtype)

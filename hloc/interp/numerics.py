@@ -1,0 +1,588 @@
+"""Pure NumPy kernels with HLO's elementwise arithmetic (XLA:CPU / HloEvaluator rules).
+
+Every kernel takes the operand element type(s) (hloc DType) and storage arrays and
+returns a storage array of the result element type; nothing here knows instructions.
+Integers are computed in int64/uint64 and wrapped to their bit width (sub-byte and
+s1/u1 included); f16/bf16/f8/f4 are computed in f32 and rounded back after each op;
+f32/f64/c64/c128 in their own type. Where HLO differs from NumPy the rules follow
+xla/service/elemental_ir_emitter.cc (integer divide/remainder, shifts, llvm.maximum,
+complex divide/power, pred arithmetic) and xla/hlo/evaluator/hlo_evaluator_typed_visitor.h
+(integer power, sign, logistic). An element type an op does not take raises
+`Unsupported`. Callers run kernels under `np.errstate(all="ignore")`.
+Conversions live in conversions.py.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.dtypes import DType
+
+_U64 = np.uint64
+_I64 = np.int64
+_ERF = np.frompyfunc(math.erf, 1, 1)
+_NO_SIGN_BIT = frozenset({"f8e8m0fnu"})     # unsigned float formats
+
+
+class Unsupported(Exception):
+    """The op is not defined for this element type (XLA's shape inference rejects it)."""
+
+
+# ---------------------------------------------------------------------------
+# Type plumbing
+
+def is_narrow_float(dt: DType) -> bool:
+    return dt.kind == "float" and dt.name not in ("f32", "f64")
+
+
+def widen(x, dt: DType) -> np.ndarray:
+    """The value in XLA's compute type: int64/uint64, f32 for narrow floats, else itself."""
+    x = np.asarray(x)
+    if dt.kind == "int":
+        return x.astype(_I64)
+    if dt.kind == "uint":
+        return x.astype(_U64)
+    if is_narrow_float(dt):
+        return x.astype(np.float32)
+    return x
+
+
+def narrow(y, dt: DType) -> np.ndarray:
+    """Back to dt's storage: integers wrap to dt.bits, floats round to nearest even."""
+    y = np.asarray(y)
+    if dt.kind in ("int", "uint"):
+        return wrap(y, dt)
+    if dt.kind == "pred":
+        return y.astype(np.bool_)
+    return y.astype(dt.np)
+
+
+def bit_mask(bits: int) -> int:
+    return (1 << bits) - 1
+
+
+def wrap(y, dt: DType) -> np.ndarray:
+    """Integer values (int64/uint64, any value mod 2**64) wrapped to dt's width."""
+    u = np.asarray(y).astype(_U64)
+    bits = dt.bits
+    if bits < 64:
+        u = u & _U64(bit_mask(bits))
+    if dt.kind == "uint":
+        return u.astype(dt.np)
+    s = u.astype(_I64)
+    if bits < 64:
+        s = np.where(s >= (1 << (bits - 1)), s - (1 << bits), s)
+    return s.astype(dt.np)
+
+
+_UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def contiguous(x) -> np.ndarray:
+    """A C-contiguous array of the same shape (np.ascontiguousarray makes 0-d arrays 1-d)."""
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else x.copy()
+
+
+def raw_bits(x, dt: DType) -> np.ndarray:
+    """The element's bit pattern as uint64 (low dt.bits bits)."""
+    x = contiguous(x)
+    if dt.kind == "pred":
+        return x.astype(_U64)
+    u = x.view(_UINT_OF_SIZE[x.dtype.itemsize]).astype(_U64)
+    return u & _U64(bit_mask(dt.bits)) if dt.bits < 64 else u
+
+
+def from_bits(u, dt: DType) -> np.ndarray:
+    """Storage array of dt whose bit patterns are the low dt.bits bits of `u`."""
+    u = np.asarray(u).astype(_U64)
+    if dt.kind in ("int", "uint"):
+        return wrap(u, dt)
+    if dt.kind == "pred":
+        return u != 0
+    if dt.bits < 64:
+        u = u & _U64(bit_mask(dt.bits))
+    return contiguous(u.astype(_UINT_OF_SIZE[dt.np.itemsize])).view(dt.np)
+
+
+def int_range(dt: DType) -> tuple[int, int]:
+    if dt.kind == "uint":
+        return 0, bit_mask(dt.bits)
+    return -(1 << (dt.bits - 1)), bit_mask(dt.bits - 1)
+
+
+def require_kind(dt: DType, *kinds: str) -> None:
+    if dt.kind not in kinds:
+        raise Unsupported(f"element type {dt.name}")
+
+
+# ---------------------------------------------------------------------------
+# Unary kernels
+
+def _float_fn(fn, complex_fn=None, allow_complex=True):
+    """A kernel applying `fn` in the compute type of a float (or complex) type."""
+    def kernel(dt, x):
+        if dt.kind == "complex" and allow_complex:
+            return narrow((complex_fn or fn)(x), dt)
+        require_kind(dt, "float")
+        return narrow(fn(widen(x, dt)), dt)
+    return kernel
+
+
+def _round_afz(x):
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def _logistic(x):
+    one = x.dtype.type(1)
+    return one / (one + np.exp(-x))
+
+
+def _erf(x):
+    return np.asarray(_ERF(x.astype(np.float64)), dtype=np.float64).astype(x.dtype)
+
+
+def _complex_expm1(z):
+    # e^(a+bi)-1 = (e^a*cos(b)-1) + e^a*sin(b)i (EmitComplexUnaryOp kExpm1); a real
+    # argument (b == 0) keeps a zero imaginary part, as XLA:CPU does.
+    a, b = z.real, z.imag
+    ea = np.exp(a)
+    real0 = b == 0
+    return compose(np.where(real0, np.expm1(a), ea * np.cos(b) - 1),
+                   np.where(real0, b, ea * np.sin(b)), z.dtype)
+
+
+def _complex_log1p(z):
+    # log1p(a+bi) = .5*log1p(a*a + 2*a + b*b) + i*atan2(b, a+1)   (kLog1p); where the
+    # sum of squares overflows, log|z+1| directly.
+    a, b = z.real, z.imag
+    s = a * a + 2 * a + b * b
+    real = np.where(np.isinf(s) & np.isfinite(a) & np.isfinite(b),
+                    np.log(np.hypot(a + 1, b)), 0.5 * np.log1p(s))
+    return compose(real, np.arctan2(b, a + 1), z.dtype)
+
+
+def compose(re, im, ctype) -> np.ndarray:
+    out = np.empty(np.broadcast(re, im).shape, dtype=ctype)
+    out.real = re
+    out.imag = im
+    return out
+
+
+def _rsqrt(x):
+    return x.dtype.type(1) / np.sqrt(x)
+
+
+def neg_kernel(dt, x):
+    if dt.kind in ("int", "uint"):
+        return wrap(-widen(x, dt).astype(_U64), dt)
+    if dt.kind == "complex":
+        return -x
+    require_kind(dt, "float")
+    return narrow(-widen(x, dt), dt)
+
+
+def abs_kernel(dt, x):
+    if dt.kind == "uint":
+        return x.copy()
+    if dt.kind == "int":
+        return wrap(np.abs(widen(x, dt)), dt)        # abs(INT_MIN) == INT_MIN
+    if dt.kind == "complex":
+        return np.abs(x)                              # std::abs (hypot); real result
+    require_kind(dt, "float")
+    return narrow(np.abs(widen(x, dt)), dt)
+
+
+def sign_kernel(dt, x):
+    if dt.kind in ("int", "uint"):
+        w = widen(x, dt)
+        return wrap((w > 0).astype(_I64) - (w < 0).astype(_I64), dt)
+    if dt.kind == "complex":
+        r = np.abs(x)
+        zero = r == 0
+        safe = np.where(zero, 1, r)
+        return np.where(zero, 0, compose(x.real / safe, x.imag / safe, x.dtype)).astype(x.dtype)
+    require_kind(dt, "float")
+    w = widen(x, dt)
+    return narrow(np.where(np.isnan(w), w, np.copysign((w != 0).astype(w.dtype), w)), dt)
+
+
+def not_kernel(dt, x):
+    if dt.kind == "pred":
+        return ~np.asarray(x)
+    require_kind(dt, "int", "uint")
+    return wrap(~widen(x, dt), dt)
+
+
+def clz_kernel(dt, x):
+    require_kind(dt, "int", "uint")
+    return wrap(_U64(dt.bits) - bit_length(raw_bits(x, dt)), dt)
+
+
+def popcnt_kernel(dt, x):
+    require_kind(dt, "int", "uint")
+    r = raw_bits(x, dt)
+    if dt.name == "s4":
+        # XLA:CPU and HloEvaluator count s4 in its 8-bit container, sign bits included.
+        r = raw_bits(widen(x, dt), DType("s8", np.dtype(np.int64), 8, "int"))
+    return wrap(np.bitwise_count(r).astype(_U64), dt)
+
+
+def bit_length(u) -> np.ndarray:
+    """Number of significant bits of each uint64 (0 for 0)."""
+    u = np.asarray(u).astype(_U64)
+    n = np.zeros(u.shape, _U64)
+    for s in (32, 16, 8, 4, 2, 1):
+        big = u >= _U64(1 << s)
+        n = np.where(big, n + _U64(s), n)
+        u = np.where(big, u >> _U64(s), u)
+    return n + (u > 0).astype(_U64)
+
+
+def is_finite_kernel(dt, x):
+    require_kind(dt, "float")
+    return np.isfinite(widen(x, dt))
+
+
+def real_kernel(dt, x):
+    if dt.kind == "complex":
+        return contiguous(x.real)
+    require_kind(dt, "float")
+    return x.copy()
+
+
+def imag_kernel(dt, x):
+    if dt.kind == "complex":
+        return contiguous(x.imag)
+    require_kind(dt, "float")
+    return np.zeros_like(x)
+
+
+def copy_kernel(dt, x):
+    return np.array(x, copy=True)
+
+
+UNARY = {
+    "abs": abs_kernel,
+    "negate": neg_kernel,
+    "sign": sign_kernel,
+    "not": not_kernel,
+    "count-leading-zeros": clz_kernel,
+    "popcnt": popcnt_kernel,
+    "is-finite": is_finite_kernel,
+    "real": real_kernel,
+    "imag": imag_kernel,
+    "copy": copy_kernel,
+    "ceil": _float_fn(np.ceil, allow_complex=False),
+    "floor": _float_fn(np.floor, allow_complex=False),
+    "round-nearest-afz": _float_fn(_round_afz, allow_complex=False),
+    "round-nearest-even": _float_fn(np.rint, allow_complex=False),
+    "exponential": _float_fn(np.exp),
+    "exponential-minus-one": _float_fn(np.expm1, _complex_expm1),
+    "log": _float_fn(np.log),
+    "log-plus-one": _float_fn(np.log1p, _complex_log1p),
+    "logistic": _float_fn(_logistic),
+    "sqrt": _float_fn(np.sqrt),
+    "rsqrt": _float_fn(_rsqrt),
+    "cbrt": _float_fn(np.cbrt, allow_complex=False),
+    "sine": _float_fn(np.sin),
+    "cosine": _float_fn(np.cos),
+    "tan": _float_fn(np.tan),
+    "tanh": _float_fn(np.tanh),
+    "erf": _float_fn(_erf, allow_complex=False),
+    "acos": _float_fn(np.arccos),
+    "acosh": _float_fn(np.arccosh),
+    "asin": _float_fn(np.arcsin),
+    "asinh": _float_fn(np.arcsinh),
+    "atan": _float_fn(np.arctan),
+    "atanh": _float_fn(np.arctanh),
+    "sinh": _float_fn(np.sinh),
+    "cosh": _float_fn(np.cosh),
+}
+
+
+# ---------------------------------------------------------------------------
+# Binary kernels
+
+def _int_div(dt, a, b):
+    zero = b == 0
+    if dt.kind == "uint":
+        q = a // np.where(zero, _U64(1), b)
+        return np.where(zero, _U64(bit_mask(64)), q)
+    lo = int_range(dt)[0]
+    ovf = (a == lo) & (b == -1)
+    safe = np.where(zero | ovf, _I64(1), b)
+    q = (a - np.fmod(a, safe)) // safe                 # truncates toward zero
+    return np.where(zero, _I64(-1), np.where(ovf, _I64(lo), q))
+
+
+def _int_rem(dt, a, b):
+    zero = b == 0
+    if dt.kind == "uint":
+        return np.where(zero, a, a % np.where(zero, _U64(1), b))
+    lo = int_range(dt)[0]
+    ovf = (a == lo) & (b == -1)
+    r = np.fmod(a, np.where(zero | ovf, _I64(1), b))   # sign follows the dividend
+    return np.where(zero, a, np.where(ovf, _I64(0), r))
+
+
+def _int_pow(dt, a, b):
+    # ElementalIrEmitter::EmitIntegerPow as XLA:CPU runs it: squaring over the low 6 bits
+    # of the exponent only (enough for any exponent that does not overflow); a negative
+    # exponent gives 1 for base 1, +-1 for base -1, else 0. "Negative" is a signed test
+    # on the (at least 8-bit) container, so unsigned exponents with the top bit set count.
+    acc = np.ones(np.broadcast(a, b).shape, _U64)
+    base = np.broadcast_to(a, acc.shape).astype(_U64)
+    e = np.broadcast_to(b, acc.shape).astype(_U64)
+    for _ in range(6):
+        acc = np.where((e & _U64(1)) != 0, acc * base, acc)
+        base = base * base
+        e = e >> _U64(1)
+    if dt.kind == "int":
+        neg, minus_one = b < 0, a == -1
+    elif dt.bits >= 8:
+        neg, minus_one = b >= (1 << (dt.bits - 1)), a == bit_mask(dt.bits)
+    else:
+        return acc
+    odd = (b.astype(_U64) & _U64(1)) != 0
+    special = np.where(a == 1, _U64(1), np.where(minus_one & odd, _U64(bit_mask(64)),
+                                                 np.where(minus_one, _U64(1), _U64(0))))
+    return np.where(neg, special, acc)
+
+
+def _mulhi(dt, a, b):
+    bits = dt.bits
+    if bits <= 32:
+        return (a * b) >> (_I64(bits) if dt.kind == "int" else _U64(bits))
+    ua, ub = a.astype(_U64), b.astype(_U64)
+    m32, s32 = _U64(0xFFFFFFFF), _U64(32)
+    al, ah, bl, bh = ua & m32, ua >> s32, ub & m32, ub >> s32
+    hl = ah * bl
+    cross = ((al * bl) >> s32) + (hl & m32) + al * bh
+    hi = ah * bh + (hl >> s32) + (cross >> s32)
+    if dt.kind == "int":
+        hi = hi - np.where(a < 0, ub, _U64(0)) - np.where(b < 0, ua, _U64(0))
+    return hi
+
+
+def _shift(kind):
+    def kernel(dt, a, b):
+        require_kind(dt, "int", "uint")
+        bits = dt.bits
+        amt = raw_bits(b, dt)
+        ok = amt < _U64(bits)
+        s = np.where(ok, amt, _U64(0))
+        if kind == "shl":
+            y = np.where(ok, raw_bits(a, dt) << s, _U64(0))
+        elif kind == "srl":
+            y = np.where(ok, raw_bits(a, dt) >> s, _U64(0))
+        else:   # arithmetic: the bits read as signed, whatever dt's signedness
+            sa = _as_signed(raw_bits(a, dt), bits)
+            y = np.where(ok, sa >> s.astype(_I64), np.where(sa < 0, _I64(-1), _I64(0)))
+        return wrap(y, dt)
+    return kernel
+
+
+def fmax(a, b):
+    """llvm.maximum: NaN if either is NaN, +0 > -0."""
+    r = np.where(np.isnan(a) | np.isnan(b), a + b, np.maximum(a, b))
+    both0 = (a == 0) & (b == 0)
+    return np.where(both0, np.where(np.signbit(a), b, a), r)
+
+
+def fmin(a, b):
+    """llvm.minimum: NaN if either is NaN, -0 < +0."""
+    r = np.where(np.isnan(a) | np.isnan(b), a + b, np.minimum(a, b))
+    both0 = (a == 0) & (b == 0)
+    return np.where(both0, np.where(np.signbit(a), a, b), r)
+
+
+def complex_divide(x, y):
+    """ElementalIrEmitter::EmitComplexDivide: Smith's algorithm plus its inf/0 cases."""
+    ar, ai, br, bi = x.real, x.imag, y.real, y.imag
+    t = ar.dtype.type
+    zero, one, inf = t(0), t(1), t(np.inf)
+    rr = br / bi
+    rd = bi + rr * br
+    ir = bi / br
+    idn = br + ir * bi
+    br_abs, bi_abs, ar_abs, ai_abs = np.abs(br), np.abs(bi), np.abs(ar), np.abs(ai)
+    lt = br_abs < bi_abs
+    cr = np.where(lt, (rr * ar + ai) / rd, (ir * ai + ar) / idn)
+    ci = np.where(lt, (rr * ai - ar) / rd, (ai - ir * ar) / idn)
+    # Case 1: zero denominator, numerator not NaN.
+    zden = (br_abs == 0) & (bi_abs == 0) & (~np.isnan(ar) | ~np.isnan(ai))
+    s = np.copysign(inf, br)
+    z_r, z_i = s * ar, s * ai
+    # Case 2: infinite numerator, finite denominator.
+    ar_inf, ai_inf = ar_abs == inf, ai_abs == inf
+    inf_num = (ar_inf | ai_inf) & (br_abs != inf) & (bi_abs != inf) & ~np.isnan(br) & ~np.isnan(bi)
+    ars = np.copysign(np.where(ar_inf, one, zero), ar)
+    ais = np.copysign(np.where(ai_inf, one, zero), ai)
+    n_r, n_i = inf * (ars * br + ais * bi), inf * (ais * br - ars * bi)
+    # Case 3: finite numerator, infinite denominator.
+    br_inf, bi_inf = br_abs == inf, bi_abs == inf
+    inf_den = (br_inf | bi_inf) & (ar_abs != inf) & (ai_abs != inf) & ~np.isnan(ar) & ~np.isnan(ai)
+    brs = np.copysign(np.where(br_inf, one, zero), br)
+    bis = np.copysign(np.where(bi_inf, one, zero), bi)
+    d_r, d_i = zero * (ar * brs + ai * bis), zero * (ai * brs - ar * bis)
+    nan = np.isnan(cr) & np.isnan(ci)
+    rr_ = np.where(nan & zden, z_r, np.where(nan & ~zden & inf_num, n_r,
+                   np.where(nan & ~zden & ~inf_num & inf_den, d_r, cr)))
+    ri_ = np.where(nan & zden, z_i, np.where(nan & ~zden & inf_num, n_i,
+                   np.where(nan & ~zden & ~inf_num & inf_den, d_i, ci)))
+    return compose(rr_, ri_, x.dtype)
+
+
+def complex_power(x, y):
+    """EmitComplexPower: (a+bi)^(c+di) = |z|^c * e^(-d*arg) * cis(c*arg + d*log|z|),
+    0^(c>=0) = (c == 0), plus HloEvaluator's special cases: 1^y = x^0 = 1,
+    inf^(c>0) = inf and inf^(c<0) = 0 for real c. Terms with d == 0 are left out, so a
+    real exponent does not turn an infinite |z| into NaN."""
+    a, b, c, d = x.real, x.imag, y.real, y.imag
+    t = a.dtype.type
+    aa_bb = a * a + b * b
+    arg = np.arctan2(b, a)
+    real_exp = d == 0
+    coeff = np.power(aa_bb, t(0.5) * c) * np.where(real_exp, t(1), np.exp(-d * arg))
+    q = c * arg + np.where(real_exp, t(0), t(0.5) * d * np.log(aa_bb))
+    re, im = coeff * np.cos(q), coeff * np.sin(q)
+    zero_base = (aa_bb == 0) & real_exp & (c >= 0)
+    re = np.where(zero_base, np.where(c == 0, t(1), t(0)), re)
+    im = np.where(zero_base, t(0), im)
+    pos_inf = (b == 0) & (a == np.inf) & real_exp
+    re = np.where(pos_inf & (c > 0), a, np.where(pos_inf & (c < 0), t(0), re))
+    im = np.where(pos_inf & (c != 0), t(0), im)
+    unit = (x == 1) | (y == 0)
+    return compose(np.where(unit, t(1), re), np.where(unit, t(0), im), x.dtype)
+
+
+def _complex_atan2(y, x):
+    # HloEvaluator: atan2(y, x) = -i * log((x + i*y) / sqrt(x*x + y*y))
+    i = x.dtype.type(1j)
+    return (-i) * np.log((x + i * y) / np.sqrt(x * x + y * y))
+
+
+_INT_BINARY = {
+    "add": lambda dt, a, b: a + b,
+    "subtract": lambda dt, a, b: a - b,
+    "multiply": lambda dt, a, b: a * b,
+    "divide": _int_div,
+    "remainder": _int_rem,
+    "power": _int_pow,
+    "maximum": lambda dt, a, b: np.maximum(a, b),
+    "minimum": lambda dt, a, b: np.minimum(a, b),
+    "and": lambda dt, a, b: a & b,
+    "or": lambda dt, a, b: a | b,
+    "xor": lambda dt, a, b: a ^ b,
+    "mulhi": _mulhi,
+}
+_PRED_BINARY = {   # pred arithmetic as `int8(x) OP int8(y) != 0` (EmitPredBinaryOp)
+    "add": np.logical_or, "maximum": np.logical_or, "or": np.logical_or,
+    "multiply": np.logical_and, "minimum": np.logical_and, "and": np.logical_and,
+    "xor": np.logical_xor,
+    "power": lambda a, b: a | ~b,                       # HloEvaluator: lhs || !rhs
+}
+_FLOAT_BINARY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+    "remainder": np.fmod, "power": np.power, "maximum": fmax, "minimum": fmin,
+    "atan2": np.arctan2,
+}
+_COMPLEX_BINARY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+    "divide": complex_divide, "power": complex_power, "atan2": _complex_atan2,
+}
+
+
+def binary(op: str, dt: DType, a, b) -> np.ndarray:
+    """`op` on two operands of element type dt; the result has element type dt."""
+    if op in ("shift-left", "shift-right-logical", "shift-right-arithmetic"):
+        return _SHIFTS[op](dt, a, b)
+    if dt.kind in ("int", "uint") and op in _INT_BINARY:
+        return wrap(_INT_BINARY[op](dt, widen(a, dt), widen(b, dt)), dt)
+    if dt.kind == "pred" and op in _PRED_BINARY:
+        return np.asarray(_PRED_BINARY[op](np.asarray(a), np.asarray(b)))
+    if dt.kind == "float" and op in _FLOAT_BINARY:
+        return narrow(_FLOAT_BINARY[op](widen(a, dt), widen(b, dt)), dt)
+    if dt.kind == "complex" and op in _COMPLEX_BINARY:
+        return np.asarray(_COMPLEX_BINARY[op](np.asarray(a), np.asarray(b))).astype(dt.np)
+    raise Unsupported(f"element type {dt.name}")
+
+
+_SHIFTS = {"shift-left": _shift("shl"), "shift-right-logical": _shift("srl"),
+           "shift-right-arithmetic": _shift("sra")}
+
+
+def complex_from_parts(dt: DType, re, im) -> np.ndarray:
+    """`complex(re, im)`: dt is the result's complex type."""
+    return compose(re, im, dt.np)
+
+
+# ---------------------------------------------------------------------------
+# Compare
+
+_DEFAULT_COMPARISON = {"float": "FLOAT", "int": "SIGNED", "uint": "UNSIGNED",
+                       "pred": "UNSIGNED", "complex": "FLOAT"}
+_CMP = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+        "GT": np.greater, "GE": np.greater_equal}
+
+
+def default_comparison_type(dt: DType) -> str:
+    return _DEFAULT_COMPARISON[dt.kind]
+
+
+def total_order_key(x, dt: DType) -> np.ndarray:
+    """Signed key ordering -NaN < -inf < ... < -0 < +0 < ... < inf < NaN
+    (ComparisonExpander: negative bit patterns get their magnitude bits flipped)."""
+    r = raw_bits(x, dt)
+    if dt.name in _NO_SIGN_BIT:
+        return r.astype(_I64)
+    mag = (r & _U64(bit_mask(dt.bits - 1))).astype(_I64)
+    return np.where((r >> _U64(dt.bits - 1)) != 0, -1 - mag, mag)
+
+
+def compare(dt: DType, a, b, direction: str, ctype: str | None = None) -> np.ndarray:
+    ctype = ctype or default_comparison_type(dt)
+    fn = _CMP[direction]
+    if dt.kind == "complex":
+        if direction == "EQ":
+            return (a.real == b.real) & (a.imag == b.imag)
+        if direction == "NE":
+            return (a.real != b.real) | (a.imag != b.imag)
+        raise Unsupported(f"comparison {direction} of {dt.name}")
+    if dt.kind == "float":
+        if ctype == "TOTALORDER":
+            return fn(total_order_key(a, dt), total_order_key(b, dt))
+        if ctype != "FLOAT":
+            raise Unsupported(f"comparison type {ctype} for {dt.name}")
+        return fn(widen(a, dt), widen(b, dt))       # ordered; NE is unordered
+    if ctype not in ("SIGNED", "UNSIGNED"):
+        ctype = default_comparison_type(dt)
+    if ctype == "SIGNED" and dt.kind != "pred":
+        return fn(_as_signed(raw_bits(a, dt), dt.bits), _as_signed(raw_bits(b, dt), dt.bits))
+    return fn(raw_bits(a, dt), raw_bits(b, dt))
+
+
+def _as_signed(u, bits: int) -> np.ndarray:
+    return wrap(u, DType(f"s{bits}", np.dtype(np.int64), bits, "int"))
+
+
+# ---------------------------------------------------------------------------
+# Ternary
+
+def select(pred, on_true, on_false):
+    return np.where(pred, on_true, on_false)
+
+
+def clamp(dt: DType, lo, x, hi) -> np.ndarray:
+    """min(hi, max(lo, x)) with the op's own max/min (NaN-propagating for floats)."""
+    if dt.kind == "float":
+        lo, x, hi = widen(lo, dt), widen(x, dt), widen(hi, dt)
+        return narrow(fmin(hi, fmax(lo, x)), dt)
+    if dt.kind in ("int", "uint"):
+        return wrap(np.minimum(widen(hi, dt), np.maximum(widen(lo, dt), widen(x, dt))), dt)
+    if dt.kind == "pred":
+        return np.asarray(hi) & (np.asarray(lo) | np.asarray(x))
+    raise Unsupported(f"element type {dt.name}")
