@@ -1012,6 +1012,41 @@ def _parse_int_list(text: str) -> tuple[int, ...]:
     return _whole(_p_int_list)(text)
 
 
+_RA_MODES = ("default", "highest")
+_RA_TOLERANCES = ("atol", "rtol", "ulps")
+_RA_NAME = re.compile(r"[A-Za-z_][\w.\-]*=")
+
+
+def _p_result_accuracy(c: _Cur) -> Verbatim:
+    """`{mode=highest}` or `{tolerance={atol=0.1,rtol=0,ulps=2}}`, checked as XLA's
+    parser checks it and kept verbatim."""
+    start = c.ws()
+    c.need("{", "expects '{' at the start of result_accuracy")
+    m = c.match(_RA_NAME)
+    if m is None:
+        raise c.err("expects attribute name")
+    name = m.group()[:-1]
+    if name == "mode":
+        mode = c.match(re.compile(r"[A-Za-z_]\w*"))
+        if mode is None or mode.group().lower() not in _RA_MODES:
+            seen = mode.group() if mode else c.s[c.i:c.i + 10]
+            raise c.err(f"expects ResultAccuracy type but sees: {seen}, error: Unknown "
+                        f"accuracy mode", mode.start() if mode else None)
+    elif name == "tolerance":
+        c.need("{", "expects '{' at the start of tolerance")
+        while not c.at("}"):
+            t = c.match(_RA_NAME)
+            if t is None or t.group()[:-1] not in _RA_TOLERANCES:
+                raise c.err(f"invalid attribute name: {t.group()[:-1] if t else ''}")
+            _p_float(c)
+            c.eat(",")
+        c.need("}", "expects '}' at the end of tolerance")
+    else:
+        raise c.err(f"invalid attribute name: {name}")
+    c.need("}", "expects '}' at the end of result_accuracy")
+    return Verbatim(c.s[start:c.i])
+
+
 KINDS: dict[str, Kind] = {}
 
 
@@ -1044,6 +1079,7 @@ for _name, _item, _fmt in (
     ("buffer_donor", _p_buffer_donor, _f_buffer_donor),
     ("computation_layout", _p_computation_layout, _f_computation_layout),
     ("literal", _p_literal, lambda v: v.text),
+    ("result_accuracy", _p_result_accuracy, lambda v: v.text),
     *((name, parser, _str) for name, parser in _ENUMS.items()),
 ):
     _register(_name, _whole(_item), _fmt)

@@ -191,6 +191,7 @@ _LAYOUT_TAIL_RE = re.compile(
     r"(?:#\([a-z0-9]+\))?(?:\*\([a-z0-9]+\))?(?:E\(\d+\))?(?:S\(\d+\))?"
     r"(?:SC\(\d+:\d+(?:,\d+)*\))?(?:P\(.*\))?(?:M\(\d+\))?")
 _SKIP_RE = re.compile(r"(?:\s+|/\*.*?\*/)*", re.S)
+_DIM_LEVEL_RE = re.compile(r"D\(([^)]*)\)")
 
 _CACHE: dict[str, Shape] = {}
 MAX_ELEMENTS = 1 << 62
@@ -281,6 +282,15 @@ def _parse_layout(text: str, pos: int, rank: int) -> tuple[Layout, int]:
         t = _LAYOUT_TAIL_RE.match(text, pos + 1)
         tail = t.group(0)
         pos = t.end()
+        d = _DIM_LEVEL_RE.match(text, t.start())
+        if d:
+            for m in re.finditer(r"[^,+~ ]+", d.group(1)):
+                if m.group() not in ("D", "C", "S", "H"):
+                    raise ShapeSyntaxError("expected a DimLevelType abbreviation (D, C, or S)",
+                                           d.start(1) + m.start())
+        if "P(" in tail and not d:
+            raise ShapeSyntaxError("Layout has physical shape, but is not for a sparse array: "
+                                   f"{{{text[start:pos]}}}", start)
     if not text.startswith("}", pos):
         raise ShapeSyntaxError("expects '}' at the end of layout", pos)
     if len(m2m) != rank and not (rank == 0 and not m2m):

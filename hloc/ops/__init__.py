@@ -30,7 +30,7 @@ GENERIC_ATTRS: tuple[AttrSpec, ...] = (
     AttrSpec("frontend_attributes", "verbatim"),
     AttrSpec("control-predecessors", "instruction_list"),
     AttrSpec("statistics", "verbatim"),
-    AttrSpec("result_accuracy", "verbatim"),
+    AttrSpec("result_accuracy", "result_accuracy"),
     AttrSpec("origin", "verbatim"),
     AttrSpec("metadata", "verbatim"),
     AttrSpec("backend_config", "verbatim"),

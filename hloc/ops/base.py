@@ -49,6 +49,10 @@ class OpDef:
     emit: Callable | None = None
     # The reason this op cannot run, when it is known not to be executable here.
     unsupported: str | None = None
+    # parse_check(inst) -> None | message | (message, attribute name): checks XLA's
+    # parser makes once an instruction is complete, beyond the shape rule. A message is
+    # reported at the next token (where XLA reports it), or at the named attribute.
+    parse_check: Callable | None = None
     attr_index: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):

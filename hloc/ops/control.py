@@ -294,16 +294,43 @@ register(OpDef("while", 1, (AttrSpec("condition", "computation", required=True),
                             AttrSpec("body", "computation", required=True)),
                frozenset({CALLS, EXPENSIVE}), _while_infer))
 # pred index: true/false_computation; s32 index: branch_computations.
+def _conditional_parse_check(inst):
+    selector = inst.operands[0].shape if inst.operands else None
+    by_pred = getattr(getattr(selector, "dtype", None), "name", None) == "pred"
+    if by_pred and "branch_computations" in inst.attrs:
+        allowed = ", ".join(sorted(["backend_config", "control-predecessors",
+                                    "false_computation", "frontend_attributes", "metadata",
+                                    "origin", "sharding", "statistics", "true_computation"]))
+        return (f'unexpected attribute "branch_computations". Allowed attributes: {allowed}',
+                "branch_computations")
+    return None
+
+
 register(OpDef("conditional", (1, None), (
     AttrSpec("true_computation", "computation"),
     AttrSpec("false_computation", "computation"),
     AttrSpec("branch_computations", "computation_list"),
-), frozenset({CALLS, EXPENSIVE}), _conditional_infer))
+), frozenset({CALLS, EXPENSIVE}), _conditional_infer,
+    parse_check=_conditional_parse_check))
 register(OpDef("fusion", None, (
     AttrSpec("kind", "fusion_kind", required=True),
     _ALIASING,
     AttrSpec("calls", "computation", required=True),
 ), frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED}), _fusion_infer))
+def _custom_call_parse_check(inst):
+    constraints = inst.attrs.get("operand_layout_constraints")
+    if constraints is None:
+        return None
+    if len(constraints) != len(inst.operands):
+        return (f"Expected {len(inst.operands)} operand layout constraints, "
+                f"{len(constraints)} given")
+    for i, (want, op) in enumerate(zip(constraints, inst.operands)):
+        if not want.compatible(op.shape):
+            return (f"Operand layout constraint shape {want} for operand {i} is not "
+                    f"compatible with operand shape {op.shape}")
+    return None
+
+
 # to_apply= is printed back as called_computations={...} (one list of called comps).
 register(OpDef("custom-call", None, (
     AttrSpec("window", "window"),
@@ -321,7 +348,7 @@ register(OpDef("custom-call", None, (
     AttrSpec("api_version", "api_version", default="API_VERSION_ORIGINAL"),
     AttrSpec("to_apply", "computation"),
     AttrSpec("called_computations", "computation_list"),
-), frozenset({CALLS, EXPENSIVE, MAY_SIDE_EFFECT})))
+), frozenset({CALLS, EXPENSIVE, MAY_SIDE_EFFECT}), parse_check=_custom_call_parse_check))
 register(OpDef("async-start", None, (_ASYNC_THREAD, _ALIASING,
                                      AttrSpec("calls", "computation", required=True)),
                frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT}),
@@ -347,8 +374,15 @@ register(OpDef("rng-bit-generator", 1, (AttrSpec("algorithm", "rng_algorithm",
                frozenset({SHAPE_REQUIRED, EXPENSIVE}), _rng_bit_generator_infer))
 register(OpDef("rng-get-and-update-state", 0, (AttrSpec("delta", "int", required=True),),
                _SE_SR, _rng_state_infer))
+def _infeed_parse_check(inst):
+    if not (isinstance(inst.shape, TupleShape) and inst.shape.elements):
+        return "infeed must have a non-empty tuple shape"
+    return None
+
+
 register(OpDef("infeed", 1, (AttrSpec("infeed_config", "string", default=""),),
-               frozenset({SIDE_EFFECT, SHAPE_REQUIRED}), _infeed_infer))
+               frozenset({SIDE_EFFECT, SHAPE_REQUIRED}), _infeed_infer,
+               parse_check=_infeed_parse_check))
 # outfeed_shape: when absent XLA stores operand 0's shape and prints that.
 register(OpDef("outfeed", 2, (AttrSpec("outfeed_shape", "shape", always_print=True),
                               AttrSpec("outfeed_config", "string", default="")),

@@ -578,7 +578,7 @@ register(OpDef("gather", 2, (
     AttrSpec("slice_sizes", "int_list", required=True, always_print=True),
     AttrSpec("indices_are_sorted", "bool", default=False),
 ), frozenset({EXPENSIVE}), _gather_infer))
-register(OpDef("scatter", None, (  # XLA's parser: an odd count
+register(OpDef("scatter", None, (  # N inputs, indices, N updates: an odd count
     AttrSpec("update_window_dims", "int_list", required=True, always_print=True),
     AttrSpec("inserted_window_dims", "int_list", required=True, always_print=True),
     AttrSpec("scatter_dims_to_operand_dims", "int_list", required=True, always_print=True),

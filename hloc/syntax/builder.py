@@ -12,7 +12,7 @@ from ..ir import attrs as attr_kinds
 from ..ir.literal import ElidedFiller, ElidedLiteral, LiteralError, parse_literal
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ArrayShape, TupleShape
-from ..ops import GENERIC_ATTRS, REGISTRY
+from ..ops import GENERIC_ATTRS, REGISTRY, attr_spec
 from ..ops.base import ShapeInferenceError
 from .lexer import _SKIP_RE
 from .records import CompRec, InstrRec, ModuleRec
@@ -78,7 +78,19 @@ class Builder:
             if crec is entry_rec:
                 comp.is_entry = True
                 module.entry = comp
+        self._check_async_wrappers(module)
         return module
+
+    def _check_async_wrappers(self, module: Module) -> None:
+        callers: dict[int, object] = {}
+        for comp in module.computations:
+            for inst in comp.instructions:
+                if inst.opcode == "async-start":
+                    wrapped = inst.attrs["calls"]
+                    if id(wrapped) in callers:
+                        raise self.error(f"Computation {wrapped.name} is called by more "
+                                         f"than one async op.", inst.loc)
+                    callers[id(wrapped)] = inst
 
     def parse_attr(self, kind: str, text: str, pos: int):
         try:
@@ -185,6 +197,15 @@ class Builder:
             inst.shape = self.infer_shape(inst, irec)
         if opdef.name in ("async-update", "async-done"):
             self._check_async_continuation(inst, irec)
+        if opdef.parse_check is not None:
+            problem = opdef.parse_check(inst)
+            if problem is not None:
+                if isinstance(problem, tuple):
+                    msg, aname = problem
+                    pos = next((p - len(n) - 1 for n, _, p in irec.attrs if n == aname),
+                               irec.pos)
+                    raise self.error(msg, pos)
+                raise self.error(problem, self.after(irec))
         preds = attrs.pop("control-predecessors", None)
         if preds:
             for pname in preds:
@@ -300,9 +321,10 @@ class Builder:
     def build_attrs(self, opdef, irec: InstrRec) -> dict:
         attrs = {}
         for aname, text, pos in irec.attrs:
-            spec = opdef.attr_index.get(aname) or _GENERIC.get(aname)
+            spec = attr_spec(opdef, aname)
             if spec is None:
-                allowed = sorted({a.name for a in opdef.attrs} | set(_GENERIC))
+                allowed = sorted(a for a in {x.name for x in opdef.attrs} | set(_GENERIC)
+                                 if attr_spec(opdef, a) is not None)
                 raise self.error(f'unexpected attribute "{aname}". Allowed attributes: '
                                  f'{", ".join(allowed)}', pos - len(aname) - 1)
             if aname in attrs:
@@ -313,7 +335,7 @@ class Builder:
             attrs[aname] = value
         for spec in opdef.attrs:
             if spec.required and spec.name not in attrs:
-                raise self.error(f"attribute {spec.name} is expected but not seen", self.after(irec))
+                raise self.error(f"attribute {spec.name} is expected but not seen", irec.end)
         return attrs
 
     def resolve_computations(self, value, pos):
