@@ -64,6 +64,8 @@ ROUND_TRIPS = [
     ("aliasing", "{{0,1}: (2, {1,0})}"), ("aliasing", "{}"),
     # XLA's printer always spells the kind out (see the TF dump in testdata/dumps).
     ("input_output_alias", "{ {0}: (0, {}, may-alias), {1}: (2, {}, must-alias) }"),
+    ("result_accuracy", "{mode=highest}"),
+    ("result_accuracy", "{tolerance={atol=0.1,rtol=0,ulps=2}}"),
     ("input_output_alias", "{ {}: (0, {}, must-alias) }"),
     ("buffer_donor", "{ (0, {0}), (0, {1}) }"),
     ("computation_layout", "{(f32[2,3]{1,0}, s32[])->(f32[2]{0}, f32[])}"),
