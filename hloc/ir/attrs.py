@@ -970,17 +970,21 @@ class Kind:
     """One attribute kind: `parse(text) -> value` (cached) and `format(value) -> text`."""
     __slots__ = ("name", "_parse", "_format", "_cache")
 
-    def __init__(self, name: str, parse: Callable[[str], Any], fmt: Callable[[Any], str]):
+    def __init__(self, name: str, parse: Callable[[str], Any], fmt: Callable[[Any], str],
+                 cache: bool = True):
         self.name = name
         self._parse = parse
         self._format = fmt
-        self._cache: dict[str, Any] = {}
+        # Verbatim texts (metadata ...) are unique per instruction: caching them only churns.
+        self._cache: dict[str, Any] | None = {} if cache else None
 
     def parse(self, text: str):
-        value = self._cache.get(text, _MISS)
+        cache = self._cache
+        if cache is None:
+            return self._parse(text)
+        value = cache.get(text, _MISS)
         if value is _MISS:
             value = self._parse(text)
-            cache = self._cache
             if len(cache) >= _CACHE_MAX:
                 del cache[next(iter(cache))]       # FIFO eviction keeps the dict bounded
             cache[text] = value
@@ -1050,8 +1054,9 @@ def _p_result_accuracy(c: _Cur) -> Verbatim:
 KINDS: dict[str, Kind] = {}
 
 
-def _register(name: str, parse: Callable[[str], Any], fmt: Callable[[Any], str]) -> None:
-    KINDS[name] = Kind(name, parse, fmt)
+def _register(name: str, parse: Callable[[str], Any], fmt: Callable[[Any], str],
+              cache: bool = True) -> None:
+    KINDS[name] = Kind(name, parse, fmt, cache)
 
 
 for _name, _item, _fmt in (
@@ -1084,8 +1089,8 @@ for _name, _item, _fmt in (
 ):
     _register(_name, _whole(_item), _fmt)
 _register("int_list", _parse_int_list, _f_int_list)
-_register("verbatim", Verbatim, lambda v: v.text)
-_register("sparsity", Verbatim, lambda v: v.text)
+_register("verbatim", Verbatim, lambda v: v.text, cache=False)
+_register("sparsity", Verbatim, lambda v: v.text, cache=False)
 
 
 def parse_value(kind_name: str, text: str):

@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)   # singletons: identity equality and hash are exact
 class DType:
     name: str            # HLO spelling: f32, bf16, s4, pred ...
     np: np.dtype | None  # NumPy storage type (None for token/opaque)

@@ -40,6 +40,8 @@ class Instruction:
         return self.operands[i]
 
     def called_computations(self) -> list["Computation"]:
+        if "calls" not in self.opdef.traits:    # the CALLS trait
+            return []
         out = []
         for v in self.attrs.values():
             if isinstance(v, Computation):
@@ -57,6 +59,19 @@ class Instruction:
             old.users.remove(self)
         if self not in new.users:
             new.users.append(self)
+
+    def append_operand(self, op: "Instruction") -> None:
+        self.operands.append(op)
+        if self not in op.users:
+            op.users.append(self)
+
+    def remove_operand(self, i: int) -> "Instruction":
+        """Drop operand slot i (later slots shift down); returns the old operand."""
+        old = self.operands.pop(i)
+        if old not in self.operands:
+            while self in old.users:
+                old.users.remove(self)
+        return old
 
     def replace_all_uses_with(self, new: "Instruction") -> None:
         for user in list(self.users):
@@ -109,6 +124,36 @@ class Computation:
         self.instructions.remove(inst)
         inst.parent = None
 
+    def remove_instructions(self, insts) -> None:
+        """Remove a set of non-parameter instructions used only by each other, in one
+        pass over the instruction list (DCE removes thousands at a time)."""
+        gone = set(insts)
+        for inst in gone:
+            if inst.parent is not self or inst.opcode == "parameter" or \
+                    any(u not in gone for u in inst.users):
+                raise ValueError(f"cannot remove {inst.name} from {self.name}")
+        for inst in gone:
+            for op in inst.operands:
+                if op not in gone and inst in op.users:
+                    op.users[:] = [u for u in op.users if u is not inst]
+            inst.users = []
+            inst.parent = None
+        self.instructions[:] = [i for i in self.instructions if i not in gone]
+
+    def remove_parameter(self, number: int) -> None:
+        """Remove unused parameter `number`; later parameters are renumbered down."""
+        self.remove_instruction(self.parameters[number])
+        del self.parameters[number]
+        for n in range(number, len(self.parameters)):
+            self.parameters[n].parameter_number = n
+
+    def set_instruction_order(self, order: list[Instruction]) -> None:
+        """Reorder the instructions (a permutation of them), e.g. into post order."""
+        if len(order) != len(self.instructions) or \
+                {id(i) for i in order} != {id(i) for i in self.instructions}:
+            raise ValueError(f"new order of {self.name} is not a permutation")
+        self.instructions = list(order)
+
     def instruction_by_name(self, name: str) -> Instruction | None:
         for inst in self.instructions:
             if inst.name == name:
@@ -148,6 +193,13 @@ class Module:
         self.computations.remove(comp)
         if self._by_name.get(comp.name) is comp:
             del self._by_name[comp.name]
+
+    def set_computation_order(self, order: list[Computation]) -> None:
+        """Reorder the computations (a permutation of them), e.g. into post order."""
+        if len(order) != len(self.computations) or \
+                {id(c) for c in order} != {id(c) for c in self.computations}:
+            raise ValueError("new computation order is not a permutation")
+        self.computations = list(order)
 
     def computation(self, name: str) -> Computation | None:
         comp = self._by_name.get(name)

@@ -55,6 +55,14 @@ class ArrayShape(Shape):
     dynamic: tuple[bool, ...] = ()   # per dim: `<=N` or `?`; empty tuple = all static
     layout: Layout | None = None
 
+    def __hash__(self) -> int:
+        # Shapes are hashed constantly (CSE keys, verifier memo); compute once.
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.dtype, self.dims, self.dynamic, self.layout))
+            object.__setattr__(self, "_hash", h)
+        return h
+
     @property
     def rank(self) -> int:
         return len(self.dims)
@@ -110,6 +118,13 @@ class ArrayShape(Shape):
 class TupleShape(Shape):
     elements: tuple[Shape, ...]
     is_tuple = True
+
+    def __hash__(self) -> int:
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(self.elements)
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def leaves(self):
         out = []

@@ -34,6 +34,7 @@ _GENERIC = {a.name: a for a in GENERIC_ATTRS}
 # Small constants (`constant(0)`, `constant(-inf)`) repeat thousands of times in big dumps.
 _LITERAL_CACHE: dict = {}
 _COMPUTATION_KINDS = ("computation", "computation_list")
+_KINDS = attr_kinds.KINDS
 
 
 class Builder:
@@ -160,6 +161,13 @@ class Builder:
             raise self.error(f"instruction already exists: {name}", irec.pos)
         operands = []
         param_number = None
+        if irec.operand_names is not None:
+            get = self._names.get
+            operands = [get(n) for n in irec.operand_names]
+            if None in operands:
+                missing = irec.operand_names[operands.index(None)]
+                pos = self.source.text.find(missing, irec.args_pos)
+                raise self.error(f"instruction does not exist: {missing}", pos)
         for orec in irec.operands:
             if orec.kind == "int":
                 if opdef.name != "parameter":
@@ -228,7 +236,7 @@ class Builder:
         if phase != "start":
             rec = InstrRec(irec.root, irec.name, irec.pos, irec.shape, irec.shape_pos,
                            f"async-{phase}", irec.opcode_pos, irec.operands, None, thread,
-                           irec.end)
+                           irec.end, irec.operand_names, irec.args_pos)
             inst = self.build_instruction(rec)
             start = inst.operands[0]
             wrapped = start.attrs["calls"]
@@ -263,7 +271,8 @@ class Builder:
         self._names, self._comp = saved
         rec = InstrRec(irec.root, irec.name, irec.pos, shape, irec.shape_pos, "async-start",
                        irec.opcode_pos, irec.operands, None,
-                       thread + [("calls", "%" + name, irec.opcode_pos)], irec.end)
+                       thread + [("calls", "%" + name, irec.opcode_pos)], irec.end,
+                       irec.operand_names, irec.args_pos)
         return self.build_instruction(rec)
 
     def _check_async_continuation(self, inst, irec):
@@ -329,13 +338,17 @@ class Builder:
                                  f'{", ".join(allowed)}', pos - len(aname) - 1)
             if aname in attrs:
                 raise self.error(f"attribute {aname} already exists", pos - len(aname) - 1)
-            value = self.parse_attr(spec.kind, text, pos)
-            if spec.kind in _COMPUTATION_KINDS:
+            kind = spec.kind
+            try:
+                value = _KINDS[kind].parse(text)
+            except attr_kinds.AttrSyntaxError as e:
+                raise self.error(str(e), pos + e.offset) from None
+            if kind in _COMPUTATION_KINDS:
                 value = self.resolve_computations(value, pos)
             attrs[aname] = value
-        for spec in opdef.attrs:
-            if spec.required and spec.name not in attrs:
-                raise self.error(f"attribute {spec.name} is expected but not seen", irec.end)
+        for name in opdef.required_attrs:
+            if name not in attrs:
+                raise self.error(f"attribute {name} is expected but not seen", irec.end)
         return attrs
 
     def resolve_computations(self, value, pos):

@@ -58,7 +58,7 @@ _SKIP_RE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
 # One attribute in one match when its value is simple: a brace group without nested
 # braces, a string, or a plain word not followed by brackets; else the general scanner.
 _FAST_ATTR_RE = re.compile(
-    rf"""[ \t]*,[ \t]*({_IDENT})=(\{{(?:[^{{}}"']|"(?:[^"\\]|\\.)*")*\}}|"(?:[^"\\\n]|\\.)*"|[\w%.\-?>]++(?![\[{{(<=:"']))""")
+    rf"""[ \t]*,[ \t]*({_IDENT})=(\{{(?:[^{{}}"']++|"(?:[^"\\]++|\\.)*+")*+\}}|"(?:[^"\\\n]++|\\.)*+"|[\w%.\-?>]++(?![\[{{(<=:"']))""")
 _ATTR_START_RE = re.compile(rf",\s*(?:/\*.*?\*/\s*)*({_IDENT})=", re.S)
 _IDENT_RE = re.compile(rf"%?{_IDENT}")
 _NUMBER_RE = re.compile(
@@ -162,10 +162,7 @@ class Lexer:
         end = self.end
         pos = self.start
         skip = _SKIP_RE.match
-        head_match = _HEAD_RE.match
-        simple_args = _SIMPLE_ARGS_RE.fullmatch
         attr_match = _ATTR_START_RE.match
-        fast_attr = _FAST_ATTR_RE.match
         paren = 0           # depth of '(' inside an instruction
         body = 0            # depth of computation braces
         prev = None         # type of the previous token
@@ -178,33 +175,14 @@ class Lexer:
             if text.startswith("/*", pos):
                 raise self.error("unterminated comment", pos)
             c = text[pos]
-            # fast path for a simple instruction head
+            # fast path for a simple instruction
             if body and not paren and c != "}" and c != ",":
-                m = head_match(text, pos)
-                if m is not None and m.end() <= end:
-                    args = m.group(5)
-                    opcode = m.group(4)
-                    if opcode in ("constant", "parameter") or simple_args(args):
-                        # The whole instruction, attributes included, is one token.
-                        pos = m.end()
-                        attrs = []
-                        while True:
-                            a = fast_attr(text, pos)
-                            if a is not None:
-                                attrs.append((a.group(1), a.group(2), a.start(2)))
-                                pos = a.end()
-                                continue
-                            a = attr_match(text, skip(text, pos).end())
-                            if a is None:
-                                break
-                            name = a.group(1)
-                            vstart = skip(text, a.end()).end()
-                            vend = self.scan_value(vstart, name)
-                            attrs.append((name, text[vstart:vend], vstart))
-                            pos = vend
-                        yield Tok("INSTR", (m, attrs), m.start())
-                        prev = "INSTR"
-                        continue
+                fast = self._fast_instruction(pos)
+                if fast is not None:
+                    yield Tok("INSTR", fast[:2], pos)
+                    prev = "INSTR"
+                    pos = fast[2]
+                    continue
             if c == ",":
                 if not paren:
                     m = attr_match(text, pos)
@@ -256,6 +234,13 @@ class Lexer:
                 pos += 1
                 continue
             if c == "{":
+                if not body and prev in ("NAME", "OPCODE", "SIGNATURE"):
+                    fast = self._fast_body(pos)
+                    if fast is not None:
+                        yield fast
+                        prev = "BODY"
+                        pos = fast.value[1]
+                        continue
                 if prev == "INT" and not body:   # stack-frame table entry
                     close = self.scan_balanced(pos)
                     yield Tok("BLOB", text[pos:close], pos)
@@ -337,6 +322,84 @@ class Lexer:
             yield Tok("NAME", word, pos)
             prev = "NAME"
             pos = after
+
+    def _fast_instruction(self, pos: int):
+        """(head match, [(attr, value text, value pos)], end) for an instruction in the
+        common form `ROOT? %name = shape opcode(simple operands), attr=value...`, else
+        None (the grammar's long rule takes it)."""
+        text = self.text
+        m = _HEAD_RE.match(text, pos)
+        if m is None or m.end() > self.end:
+            return None
+        if m.group(4) not in ("constant", "parameter") and \
+                not _SIMPLE_ARGS_RE.fullmatch(m.group(5)):
+            return None
+        pos = m.end()
+        attrs = []
+        fast_attr = _FAST_ATTR_RE.match
+        while True:
+            a = fast_attr(text, pos)
+            if a is not None:
+                attrs.append((a.group(1), a.group(2), a.start(2)))
+                pos = a.end()
+                continue
+            pos = _SKIP_RE.match(text, pos).end()
+            if not text.startswith(",", pos):
+                break
+            a = _ATTR_START_RE.match(text, pos)
+            if a is None:
+                break
+            name = a.group(1)
+            vstart = _SKIP_RE.match(text, a.end()).end()
+            vend = self.scan_value(vstart, name)
+            attrs.append((name, text[vstart:vend], vstart))
+            pos = vend
+        return m, attrs, pos        # pos: the next token (whitespace skipped)
+
+    def _fast_body(self, pos: int):
+        """A computation body `{ ... }` whose instructions all take the fast path, as one
+        BODY token: value ([(head match, attrs)], end). None if any instruction needs the
+        grammar's long rule (the body is then lexed token by token)."""
+        # The loop body is _fast_instruction inlined: this is the hottest loop of a parse.
+        text = self.text
+        end = self.end
+        skip = _SKIP_RE.match
+        head = _HEAD_RE.match
+        simple_args = _SIMPLE_ARGS_RE.fullmatch
+        fast_attr = _FAST_ATTR_RE.match
+        instrs = []
+        append = instrs.append
+        p = skip(text, pos + 1).end()
+        while True:
+            if p >= end:
+                return None
+            if text[p] == "}":
+                return Tok("BODY", (instrs, p + 1), pos) if instrs else None
+            m = head(text, p)
+            if m is None or m.end() > end:
+                return None
+            args = m.group(5)
+            if args and not simple_args(args) and m.group(4) not in ("constant", "parameter"):
+                return None
+            p = m.end()
+            attrs = []
+            while True:
+                a = fast_attr(text, p)
+                if a is not None:
+                    attrs.append((a.group(1), a.group(2), a.start(2)))
+                    p = a.end()
+                    continue
+                p = skip(text, p).end()
+                if not text.startswith(",", p):
+                    break
+                a = _ATTR_START_RE.match(text, p)
+                if a is None:
+                    break
+                vstart = skip(text, a.end()).end()
+                vend = self.scan_value(vstart, a.group(1))
+                attrs.append((a.group(1), text[vstart:vend], vstart))
+                p = vend
+            append((m, attrs))
 
     def _signature(self, pos: int):
         """`(p: f32[2], q: (s32[], f32[])) -> f32[2]` as one SIGNATURE token:

@@ -55,6 +55,17 @@ class PosError(Exception):
         self.pos = pos
 
 
+_INT_RE = re.compile(r"-?\d+")
+
+
+class _Value:
+    """Stands in for an INSTR token inside a BODY token (only `.value` is read)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
 def _attr_end(attr) -> int:
     name, text, pos = attr
     return pos + len(text)
@@ -66,49 +77,42 @@ class _Build(Transformer):
     # -- instructions ------------------------------------------------------------
     def fast_instruction(self, c):
         m, attrs = c[0].value
-        text = m.string
+        root, name, shape_text, opcode, args = m.groups()
         shape = None
         shape_pos = 0
-        if m.group(3) is not None:
+        if shape_text is not None:
             shape_pos = m.start(3)
             try:
-                shape = parse_shape(m.group(3))
+                shape = parse_shape(shape_text)
             except ShapeSyntaxError as e:
                 raise PosError(str(e), shape_pos + e.offset) from None
-        opcode = m.group(4)
-        args = m.group(5)
         args_pos = m.start(5)
         operands = []
         literal = None
+        names = None
         if opcode == "constant":
             literal = (args, args_pos)
         elif opcode == "parameter":
             s = args.strip()
-            if not re.fullmatch(r"-?\d+", s):
+            if not _INT_RE.fullmatch(s):
                 raise PosError("expects integer", args_pos)
             operands.append(OperandRec("int", args_pos, value=int(s)))
         elif "[" not in args and "/" not in args:
             # Modern dumps: bare names (the lexer checked the syntax already).
-            off = args_pos
-            for piece in args.split(","):
-                name = piece.strip()
-                if name:
-                    operands.append(OperandRec("name", off + piece.find(name),
-                                               name=name.lstrip("%")))
-                off += len(piece) + 1
+            names = [p.strip().lstrip("%") for p in args.split(",")] if args.strip() else []
         else:
-            for shape_text, name, off in split_operands(args):
+            for op_shape_text, op_name, off in split_operands(args):
                 op_shape = None
-                if shape_text is not None:
+                if op_shape_text is not None:
                     try:
-                        op_shape = parse_shape(shape_text)
+                        op_shape = parse_shape(op_shape_text)
                     except ShapeSyntaxError as e:
                         raise PosError(str(e), args_pos + off) from None
-                operands.append(OperandRec("name", args_pos + off, name=name.lstrip("%"),
+                operands.append(OperandRec("name", args_pos + off, name=op_name.lstrip("%"),
                                            shape=op_shape, shape_pos=args_pos + off))
         end = _attr_end(attrs[-1]) if attrs else m.end()
-        return InstrRec(m.group(1) is not None, m.group(2).lstrip("%"), m.start(2), shape,
-                        shape_pos, opcode, m.start(4), operands, literal, attrs, end)
+        return InstrRec(root is not None, name.lstrip("%"), m.start(2), shape, shape_pos,
+                        opcode, m.start(4), operands, literal, attrs, end, names, args_pos)
 
     def instruction(self, c):
         i = 0
@@ -188,6 +192,9 @@ class _Build(Transformer):
         for x in c[i:]:
             if isinstance(x, InstrRec):
                 instrs.append(x)
+            elif x.type == "BODY":
+                fast = self.fast_instruction
+                instrs = [fast((_Value(v),)) for v in x.value[0]]
             else:
                 attrs.append(x.value)
         return CompRec(is_entry, name_tok.value.lstrip("%"), name_tok.pos, params, result,
@@ -288,14 +295,19 @@ def parse_records(source: Source, start: int = 0, end: int | None = None,
         raise ParseError(e.message, source.loc(e.pos)) from None
 
 
+_GLOG_LINE_RE = re.compile(r"\n[IWEF]\d{4} ")   # literal '\n' first: a fast scan
+
+
 def strip_glog_prefixes(text: str) -> str:
-    if "] " not in text:
+    if _GLOG_LINE_RE.search(text) is None and _GLOG_RE.match(text) is None:
         return text
     return _GLOG_RE.sub("", text)
 
 
 def split_modules(text: str) -> list[tuple[int, int]]:
     """(start, end) offsets of the modules in a file (`---` lines separate them)."""
+    if "---" not in text:
+        return [(0, len(text))] if text.strip() else []
     bounds = []
     start = 0
     for m in _SEPARATOR_RE.finditer(text):

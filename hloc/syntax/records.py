@@ -32,6 +32,10 @@ class InstrRec:
     literal: tuple | None      # (text, pos) for constant(...)
     attrs: list                # [(name, value_text, value_pos)]
     end: int = 0
+    # Fast path: operands given as bare names (operands == []); positions are found in
+    # the argument text (at args_pos) only when an error needs one.
+    operand_names: list | None = None
+    args_pos: int = 0
 
 
 @dataclass(slots=True)

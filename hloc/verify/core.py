@@ -58,9 +58,11 @@ EVERY: list[InstCheck] = []
 MODULE_CHECKS: dict[str, list[ModuleCheck]] = {"pre": [], "post": []}
 
 
-def check(*opcodes: str):
-    """Register `fn(inst, ctx)` for these opcodes (every instruction when none given)."""
+def check(*opcodes: str, option: str | None = None):
+    """Register `fn(inst, ctx)` for these opcodes (every instruction when none given);
+    with `option`, only when that verifier option is on (skipped entirely otherwise)."""
     def register(fn: InstCheck) -> InstCheck:
+        fn.option = option
         if not opcodes:
             EVERY.append(fn)
         for op in opcodes:
@@ -179,7 +181,8 @@ def run(module: Module, opts: Options) -> list[VerifyError]:
     ctx = Context(module, opts)
     for fn in MODULE_CHECKS["pre"]:
         fn(ctx)
-    every = tuple(EVERY)
+    every = tuple(fn for fn in EVERY
+                  if getattr(fn, "option", None) is None or getattr(opts, fn.option))
     by_opcode = BY_OPCODE
     for comp in module.computations:
         for inst in comp.instructions:

@@ -39,7 +39,7 @@ def _can_change_layout(inst) -> bool:
     return inst.opcode in CAN_CHANGE_LAYOUT
 
 
-@check()
+@check(option="layout_changes")
 def check_layout_change(inst, ctx) -> None:
     if not ctx.opts.layout_changes or _can_change_layout(inst):
         return
@@ -79,7 +79,7 @@ def _memory_space_change_error(inst, src: int, dst: int) -> str | None:
     return None
 
 
-@check()
+@check(option="verify_no_host_memory_space")
 def check_no_host_memory_space(inst, ctx) -> None:
     if not ctx.opts.verify_no_host_memory_space:
         return

@@ -20,7 +20,7 @@ def check_original_value(inst, ctx) -> None:
                        f"Instruction: {describe(inst)}.")
 
 
-@check()
+@check(option="verify_instruction_name_unchanged")
 def check_instruction_name_unchanged(inst, ctx) -> None:
     if not ctx.opts.verify_instruction_name_unchanged or not inst.attrs:
         return

@@ -49,13 +49,28 @@ def check_shape(inst, ctx) -> None:
     op = inst.opdef
     if op.infer is None or op.name in _OWN_HANDLER:
         return
+    shapes = [o.shape for o in inst.operands]
+    # Big modules repeat the same (op, shapes, attributes) thousands of times.
+    attrs = inst.attrs
+    key = (op.name, inst.shape, tuple(shapes),
+           tuple((a.name, attrs[a.name]) for a in op.attrs if a.name in attrs))
+    memo = ctx.__dict__.setdefault("_infer_memo", {})
     try:
-        inferred = op.infer([o.shape for o in inst.operands], inst.attrs, inst)
-    except ShapeInferenceError as e:
-        ctx.fail(inst, f"{e}, for instruction {describe(inst)}")
+        hit = memo.get(key)
+    except TypeError:          # an unhashable attribute value: no memo
+        key, hit = None, None
+    if hit is None:
+        try:
+            hit = ("ok", op.infer(shapes, attrs, inst))
+        except ShapeInferenceError as e:
+            hit = ("error", str(e))
+        if key is not None:
+            memo[key] = hit
+    if hit[0] == "error":
+        ctx.fail(inst, f"{hit[1]}, for instruction {describe(inst)}")
         return
-    if inferred is not None:
-        compare_shape(inst, inferred, ctx)
+    if hit[1] is not None:
+        compare_shape(inst, hit[1], ctx)
 
 
 def compare_shape(inst, inferred, ctx) -> None:
