@@ -60,6 +60,15 @@ def shape_required(op: OpDef) -> bool:
 
 def attr_spec(op: OpDef, name: str) -> AttrSpec | None:
     """The schema of attribute `name` on `op` (its own or a generic one), else None."""
+    return op.all_specs.get(name)
+
+
+def _all_specs(op: OpDef) -> dict:
+    return {name: spec for name in {*op.attr_index, *GENERIC_INDEX}
+            if (spec := _attr_spec(op, name)) is not None}
+
+
+def _attr_spec(op: OpDef, name: str) -> AttrSpec | None:
     spec = op.attr_index.get(name)
     if spec is not None:
         return spec
@@ -112,3 +121,7 @@ def is_expensive(inst) -> bool:
             return not (divisor.opcode == "constant" and getattr(divisor.shape, "size", 0) == 1)
         return True
     return EXPENSIVE in op.traits
+
+
+for _op in REGISTRY.values():
+    _op.all_specs = _all_specs(_op)

@@ -58,6 +58,7 @@ class OpDef:
     def __post_init__(self):
         self.attr_index = {a.name: a for a in self.attrs}
         self.required_attrs = tuple(a.name for a in self.attrs if a.required)
+        self.attr_names = tuple(a.name for a in self.attrs)
 
     def arity_ok(self, n: int) -> bool:
         a = self.arity

@@ -53,12 +53,24 @@ _SIMPLE_ARGS_RE = re.compile(
 _OPERAND_RE = re.compile(
     rf"\s*(?:/\*[^*]*\*/\s*)?(?:({_ARRAY_SHAPE}|{_TUPLE_SHAPE})\s+)?(%?{_IDENT})\s*,?")
 
+_PARAM_PAIR = rf"\s*(%?{_IDENT}):[ \t]*({_ARRAY_SHAPE})\s*"
+_PARAM_PAIR_RE = re.compile(_PARAM_PAIR)
+_PARAMS_RE = re.compile(rf"\s*|{_PARAM_PAIR}(?:,{_PARAM_PAIR})*")
 _PARAM_RE = re.compile(rf"(%?{_IDENT}):[ \t]*")
 _SKIP_RE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
 # One attribute in one match when its value is simple: a brace group without nested
 # braces, a string, or a plain word not followed by brackets; else the general scanner.
 _FAST_ATTR_RE = re.compile(
     rf"""[ \t]*,[ \t]*({_IDENT})=(\{{(?:[^{{}}"']++|"(?:[^"\\]++|\\.)*+")*+\}}|"(?:[^"\\\n]++|\\.)*+"|[\w%.\-?>]++(?![\[{{(<=:"']))""")
+# A whole fast-path instruction in one match: the head plus a run of simple attributes
+# (group 6); _ATTR_PAIR_RE then splits that run. Anything else falls back per attribute.
+_FAST_VALUE = (r"""\{(?:[^{}"']++|"(?:[^"\\]++|\\.)*+")*+\}|"(?:[^"\\\n]++|\\.)*+"|"""
+               r"""[\w%.\-?>]++(?![\[{(<=:"'])""")
+_INSTR_RE = re.compile(
+    rf"(ROOT\s+)?(%?{_IDENT})[ \t]*=[ \t]*(?:({_ARRAY_SHAPE}|{_TUPLE_SHAPE})[ \t]+)?"
+    rf"([a-z][a-z0-9\-]*)\(([^()]*)\)"
+    rf"((?:[ \t]*,[ \t]*{_IDENT}=(?:{_FAST_VALUE}))*+)\s*")
+_ATTR_PAIR_RE = re.compile(rf"[ \t]*,[ \t]*({_IDENT})=({_FAST_VALUE})")
 _ATTR_START_RE = re.compile(rf",\s*(?:/\*.*?\*/\s*)*({_IDENT})=", re.S)
 _IDENT_RE = re.compile(rf"%?{_IDENT}")
 _NUMBER_RE = re.compile(
@@ -364,41 +376,48 @@ class Lexer:
         text = self.text
         end = self.end
         skip = _SKIP_RE.match
-        head = _HEAD_RE.match
         simple_args = _SIMPLE_ARGS_RE.fullmatch
         fast_attr = _FAST_ATTR_RE.match
         instrs = []
         append = instrs.append
+        instr = _INSTR_RE.match
+        pairs = _ATTR_PAIR_RE.finditer
         p = skip(text, pos + 1).end()
         while True:
             if p >= end:
                 return None
             if text[p] == "}":
                 return Tok("BODY", (instrs, p + 1), pos) if instrs else None
-            m = head(text, p)
+            m = instr(text, p)
             if m is None or m.end() > end:
                 return None
             args = m.group(5)
             if args and not simple_args(args) and m.group(4) not in ("constant", "parameter"):
                 return None
             p = m.end()
-            attrs = []
-            while True:
-                a = fast_attr(text, p)
-                if a is not None:
-                    attrs.append((a.group(1), a.group(2), a.start(2)))
-                    p = a.end()
-                    continue
-                p = skip(text, p).end()
-                if not text.startswith(",", p):
-                    break
-                a = _ATTR_START_RE.match(text, p)
-                if a is None:
-                    break
-                vstart = skip(text, a.end()).end()
-                vend = self.scan_value(vstart, a.group(1))
-                attrs.append((a.group(1), text[vstart:vend], vstart))
-                p = vend
+            run = m.group(6)
+            if run:
+                off = m.start(6)
+                attrs = [(a.group(1), a.group(2), off + a.start(2)) for a in pairs(run)]
+            else:
+                attrs = []
+            if text.startswith(",", p):      # an attribute the fast pattern can't take
+                while True:
+                    a = _ATTR_START_RE.match(text, p)
+                    if a is None:
+                        break
+                    vstart = skip(text, a.end()).end()
+                    vend = self.scan_value(vstart, a.group(1))
+                    attrs.append((a.group(1), text[vstart:vend], vstart))
+                    p = vend
+                    f = fast_attr(text, p)
+                    while f is not None:
+                        attrs.append((f.group(1), f.group(2), f.start(2)))
+                        p = f.end()
+                        f = fast_attr(text, p)
+                    p = skip(text, p).end()
+                    if not text.startswith(",", p):
+                        break
             append((m, attrs))
 
     def _signature(self, pos: int):
@@ -406,8 +425,10 @@ class Lexer:
         value (params [(name, shape, pos)], result shape, end)."""
         text = self.text
         close = self.scan_balanced(pos)
-        params = []
-        p = pos + 1
+        params = self._simple_params(pos + 1, close - 1)
+        p = close - 1 if params is not None else pos + 1
+        if params is None:
+            params = []
         while True:
             p = _SKIP_RE.match(text, p).end()
             if p >= close - 1:
@@ -428,6 +449,21 @@ class Lexer:
         p = _SKIP_RE.match(text, p + 2).end()
         result = self._try_shape(p, must=True)
         return Tok("SIGNATURE", (params, result.value[0], result.value[1]), pos)
+
+    def _simple_params(self, start: int, end: int):
+        """Parameters whose shapes are plain arrays, in one regex pass (fused
+        computations have hundreds); None when the list needs the general loop."""
+        inner = self.text[start:end]
+        if "(" in inner or "/" in inner or not _PARAMS_RE.fullmatch(inner):
+            return None
+        params = []
+        for m in _PARAM_PAIR_RE.finditer(inner):
+            try:
+                shape = parse_shape(m.group(2))
+            except ShapeSyntaxError:
+                return None
+            params.append((m.group(1).lstrip("%"), shape, start + m.start(1)))
+        return params
 
     def _try_shape(self, pos: int, must: bool):
         text = self.text

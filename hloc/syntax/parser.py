@@ -15,7 +15,7 @@ from lark.exceptions import UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer as LarkLexer
 
 from ..diagnostics import ParseError, Source
-from ..ir.shape import ShapeSyntaxError, parse_shape
+from ..ir.shape import _CACHE as _SHAPES, ShapeSyntaxError, parse_shape
 from .lexer import Lexer, split_operands
 from .records import CompRec, InstrRec, ModuleRec, OperandRec
 
@@ -58,17 +58,49 @@ class PosError(Exception):
 _INT_RE = re.compile(r"-?\d+")
 
 
-class _Value:
-    """Stands in for an INSTR token inside a BODY token (only `.value` is read)."""
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-
 def _attr_end(attr) -> int:
     name, text, pos = attr
     return pos + len(text)
+
+
+def _fast_record(m, attrs) -> InstrRec:
+    """The record for one fast-path instruction (head match + attributes)."""
+    root, name, shape_text, opcode, args = m.group(1, 2, 3, 4, 5)
+    shape = None
+    shape_pos = 0
+    if shape_text is not None:
+        shape_pos = m.start(3)
+        try:
+            shape = _SHAPES.get(shape_text) or parse_shape(shape_text)
+        except ShapeSyntaxError as e:
+            raise PosError(str(e), shape_pos + e.offset) from None
+    args_pos = m.start(5)
+    operands = []
+    literal = None
+    names = None
+    if opcode == "constant":
+        literal = (args, args_pos)
+    elif opcode == "parameter":
+        s = args.strip()
+        if not _INT_RE.fullmatch(s):
+            raise PosError("expects integer", args_pos)
+        operands.append(OperandRec("int", args_pos, value=int(s)))
+    elif "[" not in args and "/" not in args:
+        # Modern dumps: bare names (the lexer checked the syntax already).
+        names = [p.strip().lstrip("%") for p in args.split(",")] if args.strip() else []
+    else:
+        for op_shape_text, op_name, off in split_operands(args):
+            op_shape = None
+            if op_shape_text is not None:
+                try:
+                    op_shape = parse_shape(op_shape_text)
+                except ShapeSyntaxError as e:
+                    raise PosError(str(e), args_pos + off) from None
+            operands.append(OperandRec("name", args_pos + off, name=op_name.lstrip("%"),
+                                       shape=op_shape, shape_pos=args_pos + off))
+    end = _attr_end(attrs[-1]) if attrs else m.end(5) + 1
+    return InstrRec(root is not None, name.lstrip("%"), m.start(2), shape, shape_pos,
+                    opcode, m.start(4), operands, literal, attrs, end, names, args_pos)
 
 
 class _Build(Transformer):
@@ -77,42 +109,7 @@ class _Build(Transformer):
     # -- instructions ------------------------------------------------------------
     def fast_instruction(self, c):
         m, attrs = c[0].value
-        root, name, shape_text, opcode, args = m.groups()
-        shape = None
-        shape_pos = 0
-        if shape_text is not None:
-            shape_pos = m.start(3)
-            try:
-                shape = parse_shape(shape_text)
-            except ShapeSyntaxError as e:
-                raise PosError(str(e), shape_pos + e.offset) from None
-        args_pos = m.start(5)
-        operands = []
-        literal = None
-        names = None
-        if opcode == "constant":
-            literal = (args, args_pos)
-        elif opcode == "parameter":
-            s = args.strip()
-            if not _INT_RE.fullmatch(s):
-                raise PosError("expects integer", args_pos)
-            operands.append(OperandRec("int", args_pos, value=int(s)))
-        elif "[" not in args and "/" not in args:
-            # Modern dumps: bare names (the lexer checked the syntax already).
-            names = [p.strip().lstrip("%") for p in args.split(",")] if args.strip() else []
-        else:
-            for op_shape_text, op_name, off in split_operands(args):
-                op_shape = None
-                if op_shape_text is not None:
-                    try:
-                        op_shape = parse_shape(op_shape_text)
-                    except ShapeSyntaxError as e:
-                        raise PosError(str(e), args_pos + off) from None
-                operands.append(OperandRec("name", args_pos + off, name=op_name.lstrip("%"),
-                                           shape=op_shape, shape_pos=args_pos + off))
-        end = _attr_end(attrs[-1]) if attrs else m.end()
-        return InstrRec(root is not None, name.lstrip("%"), m.start(2), shape, shape_pos,
-                        opcode, m.start(4), operands, literal, attrs, end, names, args_pos)
+        return _fast_record(m, attrs)
 
     def instruction(self, c):
         i = 0
@@ -193,8 +190,7 @@ class _Build(Transformer):
             if isinstance(x, InstrRec):
                 instrs.append(x)
             elif x.type == "BODY":
-                fast = self.fast_instruction
-                instrs = [fast((_Value(v),)) for v in x.value[0]]
+                instrs = [_fast_record(m, a) for m, a in x.value[0]]
             else:
                 attrs.append(x.value)
         return CompRec(is_entry, name_tok.value.lstrip("%"), name_tok.pos, params, result,

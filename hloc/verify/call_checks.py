@@ -58,7 +58,7 @@ def check_custom_call_threads(inst, ctx) -> None:
             ctx.fail(inst, err)
 
 
-@check()
+@check(attr="to_apply")
 def check_to_apply_thread(inst, ctx) -> None:
     comp = inst.attrs.get("to_apply") if inst.attrs else None
     if comp is not None and hasattr(comp, "instructions") and inst.parent is not None and \

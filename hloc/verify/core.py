@@ -13,6 +13,7 @@ Checks report with `ctx.fail(inst, message)`; the run collects every error.
 """
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable
@@ -58,11 +59,18 @@ EVERY: list[InstCheck] = []
 MODULE_CHECKS: dict[str, list[ModuleCheck]] = {"pre": [], "post": []}
 
 
-def check(*opcodes: str, option: str | None = None):
+BY_ATTR: dict[str, list] = defaultdict(list)
+
+
+def check(*opcodes: str, option: str | None = None, attr: str | None = None):
     """Register `fn(inst, ctx)` for these opcodes (every instruction when none given);
-    with `option`, only when that verifier option is on (skipped entirely otherwise)."""
+    with `option`, only when that verifier option is on (skipped entirely otherwise);
+    with `attr`, only for instructions that carry that attribute."""
     def register(fn: InstCheck) -> InstCheck:
         fn.option = option
+        if attr is not None:
+            BY_ATTR[attr].append(fn)
+            return fn
         if not opcodes:
             EVERY.append(fn)
         for op in opcodes:
@@ -80,6 +88,7 @@ def module_check(phase: str):
 
 class Context:
     def __init__(self, module: Module, opts: Options):
+        self.infer_memo: dict = {}   # shape-rule results by (op, shapes, attributes)
         self.module = module
         self.opts = opts
         self.errors: list[VerifyError] = []
@@ -178,18 +187,34 @@ class Context:
 
 
 def run(module: Module, opts: Options) -> list[VerifyError]:
+    # Walking a big module allocates many short-lived objects; with the cyclic GC on,
+    # each collection rescans the whole module heap (it doubled verification time).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(module, opts)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _run(module: Module, opts: Options) -> list[VerifyError]:
     ctx = Context(module, opts)
     for fn in MODULE_CHECKS["pre"]:
         fn(ctx)
     every = tuple(fn for fn in EVERY
                   if getattr(fn, "option", None) is None or getattr(opts, fn.option))
     by_opcode = BY_OPCODE
+    by_attr = {k: v for k, v in BY_ATTR.items() if v}
     for comp in module.computations:
         for inst in comp.instructions:
             for fn in every:
                 fn(inst, ctx)
             for fn in by_opcode.get(inst.opcode, ()):
                 fn(inst, ctx)
+            for name in inst.attrs:
+                for fn in by_attr.get(name, ()):
+                    fn(inst, ctx)
     for fn in MODULE_CHECKS["post"]:
         fn(ctx)
     return ctx.errors

@@ -12,7 +12,7 @@ from .shapes import describe
 from .text_attrs import metadata_field_scheduling_name, original_value_has_empty_leaf
 
 
-@check()
+@check(attr="origin")
 def check_original_value(inst, ctx) -> None:
     origin = inst.attrs.get("origin") if inst.attrs else None
     if origin is not None and original_value_has_empty_leaf(origin.text):

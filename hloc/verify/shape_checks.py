@@ -52,9 +52,8 @@ def check_shape(inst, ctx) -> None:
     shapes = [o.shape for o in inst.operands]
     # Big modules repeat the same (op, shapes, attributes) thousands of times.
     attrs = inst.attrs
-    key = (op.name, inst.shape, tuple(shapes),
-           tuple((a.name, attrs[a.name]) for a in op.attrs if a.name in attrs))
-    memo = ctx.__dict__.setdefault("_infer_memo", {})
+    key = (op.name, inst.shape, tuple(shapes), tuple(map(attrs.get, op.attr_names)))
+    memo = ctx.infer_memo
     try:
         hit = memo.get(key)
     except TypeError:          # an unhashable attribute value: no memo
@@ -124,12 +123,18 @@ def _mixed_operands_ok(inst) -> bool:
 @check()
 def check_dynamism_and_layout(inst, ctx) -> None:
     shape = inst.shape
+    seen = ctx.__dict__.setdefault("_shapes_ok", set())
+    if shape in seen:      # depends on the shape only; big modules repeat shapes
+        return
+    n = len(ctx.errors)
     if not ctx.opts.allow_unbounded_dynamism and is_unbounded(shape):
         ctx.fail(inst, f"Unbounded dynamism is disabled for instruction: {describe(inst)}")
     if isinstance(shape, ArrayShape) and shape.layout is not None and \
             len(shape.layout.minor_to_major) != shape.rank:
         ctx.fail(inst, f"Instruction has mismatched minor-to-major size and dimension size: "
                        f"{describe(inst)}")
+    if len(ctx.errors) == n:
+        seen.add(shape)
 
 
 # ---------------------------------------------------------------------------

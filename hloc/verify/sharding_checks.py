@@ -27,7 +27,7 @@ def _num_devices(ctx) -> int | None:
     return None
 
 
-@check()
+@check(attr="sharding")
 def check_sharding(inst, ctx) -> None:
     if not inst.attrs or "sharding" not in inst.attrs:
         return
