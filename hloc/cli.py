@@ -157,8 +157,8 @@ class _RunCommand(click.Command):
               help="Seed of the fake arguments made when no inputs are given.")
 @click.option("--use-large-float-range", is_flag=True,
               help="Fake floats over the whole range instead of [-0.1, 0.2).")
-@click.option("--backend", type=click.Choice(["interpreter"]), default="interpreter",
-              show_default=True, help="Where to run the module.")
+@click.option("--backend", default="interpreter", show_default=True, metavar="NAME",
+              help="Where to run the module (hloc.runner.BACKENDS; now: interpreter).")
 @click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
               help="Runs on the same arguments; each is timed on stderr.")
 @click.option("--output", type=click.Path(dir_okay=False),
@@ -173,7 +173,13 @@ class _RunCommand(click.Command):
 @click.option("--no-verify", is_flag=True, help="Skip the HLO verifier.")
 def run(module, inputs, literals, seed, use_large_float_range, backend, iterations, output,
         as_json, print_values, print_all, print_literals, no_verify):
-    """Run MODULE (HLO text) on inputs or on fake arguments and print the result."""
+    """Run MODULE (HLO text) on inputs or on fake arguments and print the result.
+
+    Without --inputs / --input-literal the arguments are made as run_hlo_module's
+    MakeFakeArguments makes them: the same constraints (indices in range, reducer
+    identities, unique sort keys), seeded, but not the same random bits.
+    Exit status: 0 ok, 2 bad input or parse/verify error, 3 unsupported operation.
+    """
     import json
 
     from .diagnostics import InputError
