@@ -222,3 +222,11 @@ def run(module, inputs, literals, seed, use_large_float_range, backend, iteratio
         if print_literals:
             click.echo(f"** Result with test runner {runner} **")
         click.echo(result_text(result.shape, result.value, print_all=print_all))
+
+
+def _add_commands() -> None:
+    from .cli_opt import opt
+    main.add_command(opt)
+
+
+_add_commands()

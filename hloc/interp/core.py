@@ -111,5 +111,6 @@ class Interpreter:
                 return self.call(comp, [env[id(inst.operands[i + 1])]])
         fn = inst.opdef.evaluate
         if fn is None:
-            raise unsupported(inst)
+            why = inst.opdef.unsupported
+            raise unsupported(inst, f"opcode {inst.opcode}" + (f": {why}" if why else ""))
         return fn(inst, [env[id(o)] for o in inst.operands], ctx)

@@ -29,7 +29,7 @@ class Instruction:
         self.parameter_number = -1     # parameter: its index
         self.control_predecessors: list[Instruction] = []
         self.is_root_marked = False
-        for op in self.operands:
+        for op in dict.fromkeys(self.operands):   # a user is listed once, however often it uses op
             op.users.append(self)
 
     @property

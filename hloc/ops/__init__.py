@@ -125,3 +125,14 @@ def is_expensive(inst) -> bool:
 
 for _op in REGISTRY.values():
     _op.all_specs = _all_specs(_op)
+
+# Ops hloc cannot execute, with the reason the interpreter reports (one place).
+_HOST_TRANSFER = ("host transfers (infeed/outfeed/send/recv) need a running XLA client "
+                  "with a host on the other end")
+for _name, _why in (
+        ("infeed", _HOST_TRANSFER), ("outfeed", _HOST_TRANSFER), ("send", _HOST_TRANSFER),
+        ("send-done", _HOST_TRANSFER), ("recv", _HOST_TRANSFER),
+        ("recv-done", _HOST_TRANSFER),
+        ("ragged-dot", "ragged-dot is not implemented by XLA's evaluator either"),
+        ("scaled-dot", "scaled-dot is not implemented by XLA's evaluator either")):
+    REGISTRY[_name].unsupported = REGISTRY[_name].unsupported or _why

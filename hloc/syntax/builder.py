@@ -7,6 +7,8 @@ Semantic checks beyond that belong to the verifier.
 """
 from __future__ import annotations
 
+import re
+
 from ..diagnostics import ParseError, Source
 from ..ir import attrs as attr_kinds
 from ..ir.literal import ElidedFiller, ElidedLiteral, LiteralError, parse_literal
@@ -35,6 +37,7 @@ _GENERIC = {a.name: a for a in GENERIC_ATTRS}
 _LITERAL_CACHE: dict = {}
 _COMPUTATION_KINDS = ("computation", "computation_list")
 _KINDS = attr_kinds.KINDS
+_NAME_RE = re.compile(r"[A-Za-z_][\w.\-]*")
 
 
 class Builder:
@@ -167,6 +170,9 @@ class Builder:
             if None in operands:
                 missing = irec.operand_names[operands.index(None)]
                 pos = self.source.text.find(missing, irec.args_pos)
+                if not _NAME_RE.fullmatch(missing):
+                    raise self.error(f"expects an instruction name but sees: '{missing}'",
+                                     pos if missing else irec.args_pos)
                 raise self.error(f"instruction does not exist: {missing}", pos)
         for orec in irec.operands:
             if orec.kind == "int":
@@ -196,6 +202,8 @@ class Builder:
                 f"{opdef.name} expects {opdef.arity_text()} operand(s), but has "
                 f"{len(operands)}", irec.opcode_pos)
         attrs = self.build_attrs(opdef, irec)
+        if opdef.name == "fusion":
+            attrs["calls"].is_fusion_computation = True
         inst = Instruction(name, opdef, irec.shape, operands, attrs, loc=irec.pos)
         if param_number is not None:
             self._add_parameter(inst, param_number, irec)

@@ -392,7 +392,9 @@ class Lexer:
             if m is None or m.end() > end:
                 return None
             args = m.group(5)
-            if args and not simple_args(args) and m.group(4) not in ("constant", "parameter"):
+            # Bare names need no check here: a malformed one fails the builder's lookup.
+            if ("[" in args or "/" in args) and not simple_args(args) and \
+                    m.group(4) not in ("constant", "parameter"):
                 return None
             p = m.end()
             run = m.group(6)
