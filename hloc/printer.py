@@ -121,7 +121,7 @@ def instruction_to_text(inst: Instruction, options: PrintOptions = PrintOptions(
     if opdef.name == "parameter":
         args = str(inst.parameter_number)
     elif opdef.name == "constant":
-        args = inst.literal.to_text()
+        args = inst.literal.to_text(print_large=options.large_constants)
     else:
         if options.operand_shapes:
             args = _operand_list([f"{o.shape} {pct}{o.name}" for o in inst.operands])

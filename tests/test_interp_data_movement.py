@@ -397,3 +397,18 @@ ENTRY e {
   ROOT r = s32[3,2] dynamic-reshape(x, a, b)
 }""", np.arange(6, dtype=np.int32).reshape(2, 3))
     np.testing.assert_array_equal(out, np.arange(6).reshape(3, 2))
+
+
+@pytest.mark.parametrize("combiner", ["add", "subtract"])
+def test_scatter_into_a_scalar_with_empty_index_vector(combiner):
+    # s32[0] indices with index_vector_dim=0: one update, the whole (rank-0) operand.
+    out = run(f"""HloModule m
+f {{ a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT r = s32[] {combiner}(a, b) }}
+ENTRY e {{ x = s32[] constant(5)
+  i = s32[0] constant({{}})
+  u = s32[] constant(7)
+  ROOT s = s32[] scatter(x, i, u), update_window_dims={{}}, inserted_window_dims={{}}, scatter_dims_to_operand_dims={{}}, index_vector_dim=0, to_apply=f }}""")
+    assert out.shape == () and out.dtype == np.int32
+    assert out == (12 if combiner == "add" else -2)

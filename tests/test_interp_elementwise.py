@@ -268,8 +268,6 @@ def test_complex_ops():
     assert run(N.compare, D["c64"], c([1 + 1j, 1]), c([1 + 1j, 1j]), "EQ", None).tolist() == [True, False]
     with pytest.raises(N.Unsupported):
         run(N.compare, D["c64"], c([1]), c([1]), "LT", None)
-    with pytest.raises(N.Unsupported):
-        run(N.binary, "maximum", D["c64"], c([1]), c([1]))
     assert unary("abs", "c64", [3 + 4j]).tolist() == [5.0] and unary("abs", "c64", [1]).dtype == np.float32
     assert np.allclose(unary("sign", "c128", [3 + 4j, 0]), [0.6 + 0.8j, 0])
     assert np.allclose(unary("exponential-minus-one", "c128", [1j]), [np.expm1(0) + np.exp(1j) - 1])
@@ -618,3 +616,121 @@ ENTRY e {
   ROOT r = f32[3] reduce-precision(s), exponent_bits=5, mantissa_bits=2
 }""", np.array(True), arr([-1, 0.3, 7], "f32"))
     same_floats(out, [0.0, 0.3125, 1.0])
+
+
+# ---------------------------------------------------------------------------
+# Complex maximum/minimum, fma, XLA:CPU's complex and f32 math
+
+def test_complex_max_min_follow_xla_cpu_not_lexicographic_order():
+    # mhlo's cmpComplex: (re_l == re_r && im_l >= im_r) || re_l >= re_r, then select:
+    # a tie on the real part (0 == -0, 1.5 == 1.5) keeps the left operand.
+    a = np.array([1.5 + 2.5j, 1.5 + 7.5j, 0 + 1.5j, 2 + 1j, NAN + 1j], np.complex64)
+    b = np.array([7.5 + 1.5j, 1.5 + 2.5j, complex(-0.0, 2.5), 1 + 9j, 1 + 1j], np.complex64)
+    mx = run(N.binary, "maximum", D["c64"], a, b)
+    mn = run(N.binary, "minimum", D["c128"], a.astype(np.complex128), b.astype(np.complex128))
+    assert mx.dtype == np.complex64 and mn.dtype == np.complex128
+    assert mx[:4].tolist() == [7.5 + 1.5j, 1.5 + 7.5j, 0 + 1.5j, 2 + 1j]
+    assert mn[:4].tolist() == [1.5 + 2.5j, 1.5 + 7.5j, 0 + 1.5j, 1 + 9j]
+    assert mx[4] == 1 + 1j and mn[4] == 1 + 1j                  # NaN real part: rhs
+    assert not math.copysign(1, mx[2].real) < 0                  # +0 kept, not -0
+
+
+def _exact_fma(a, b, c, dtype):
+    from fractions import Fraction
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    if dtype == np.float64:
+        return np.float64(float(exact))                          # correctly rounded
+    near = np.float32(float(exact))
+    cands = [near, np.nextafter(near, np.float32(INF)), np.nextafter(near, np.float32(-INF))]
+    return min(cands, key=lambda v: (abs(Fraction(float(v)) - exact),
+                                     int(np.float32(v).view(np.int32)) & 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fma_rounds_once(dtype):
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal(400) * np.exp(rng.uniform(-15, 15, 400))).astype(dtype)
+    b = (rng.standard_normal(400) * np.exp(rng.uniform(-15, 15, 400))).astype(dtype)
+    c = (-(a.astype(np.float64) * b) * (1 + rng.standard_normal(400) * 1e-6)).astype(dtype)
+    c[::2] = rng.standard_normal(200).astype(dtype)               # plus no cancellation
+    got = run(N.fma, a, b, c)
+    assert got.dtype == dtype
+    want = [_exact_fma(x, y, z, dtype) for x, y, z in zip(a, b, c)]
+    assert got.tolist() == [float(w) for w in want]
+    one = dtype(1) + dtype(np.finfo(dtype).eps)                  # (1+e)(1-e) - 1 = -e^2
+    assert run(N.fma, one, dtype(2) - one, dtype(-1)) == -dtype(np.finfo(dtype).eps) ** 2
+    same_floats(run(N.fma, np.array([INF, 1, NAN], dtype), np.array([1, 1, 1], dtype),
+                    np.array([1, INF, 0], dtype)), [INF, INF, NAN])
+
+
+def test_complex_multiply_contracts_like_xla_cpu():
+    # re = fma(a, c, -(b*d)), im = fma(b, c, a*d): one rounding instead of two.
+    x = np.array([1 + 1e-4j, 3 + 4j], np.complex64)
+    y = np.array([1 - 1e-4j, 1j], np.complex64)
+    got = run(N.binary, "multiply", D["c64"], x, y)
+    a, b = x.real.astype(np.float64), x.imag.astype(np.float64)
+    c, d = y.real.astype(np.float64), y.imag.astype(np.float64)
+    want_re = [_exact_fma(p, q, -np.float32(r * s), np.float32) for p, q, r, s in zip(a, c, b, d)]
+    want_im = [_exact_fma(p, q, np.float32(r * s), np.float32) for p, q, r, s in zip(b, c, a, d)]
+    assert got.real.tolist() == [float(v) for v in want_re]
+    assert got.imag.tolist() == [float(v) for v in want_im]
+    assert got[1] == -4 + 3j
+    z = run(N.binary, "multiply", D["c128"], x.astype(np.complex128), y.astype(np.complex128))
+    assert z.dtype == np.complex128 and z[1] == -4 + 3j
+
+
+def test_f32_transcendentals_are_correctly_rounded_like_libm():
+    x = np.linspace(-30, 30, 2001).astype(np.float32)
+    for op, fn in [("sine", np.sin), ("cosine", np.cos), ("exponential", np.exp),
+                   ("tan", np.tan), ("atan", np.arctan)]:
+        got = unary(op, "f32", x)
+        assert got.dtype == np.float32
+        assert got.tolist() == fn(x.astype(np.float64)).astype(np.float32).tolist(), op
+    y = np.abs(x) + np.float32(0.5)
+    assert unary("log", "f32", y).tolist() == np.log(y.astype(np.float64)).astype(np.float32).tolist()
+    got = binary("power", "f32", [2.5, 10], [3.3, -2.2])
+    assert got == np.power(np.array([2.5, 10.0]), np.array([3.3, -2.2], np.float32)
+                           .astype(np.float64)).astype(np.float32).tolist()
+
+
+def test_expm1_uses_xla_formula():
+    # EmitExpm1: exp(x) - 1 where |x| > 0.5, tanh(x/2) * (exp(x) + 1) below, x where x/2 == 0.
+    x = np.array([2.0, -0.75, 0.25, -0.1, 1e-45, 0.0, -INF, INF], np.float32)
+    got = unary("exponential-minus-one", "f32", x)
+    e = np.exp(x.astype(np.float64)).astype(np.float32)
+    t = np.tanh((x * np.float32(0.5)).astype(np.float64)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        want = np.where(np.abs(x) > 0.5, e - np.float32(1), t * (e + np.float32(1)))
+    want[4:6] = x[4:6]
+    same_floats(got, want)
+    same_floats(got[6:], [-1, INF])
+
+
+def test_complex_abs_and_power_follow_xla_cpu():
+    z = np.array([3 + 4j, 0j, complex(INF, INF), complex(NAN, 1), 1e30 + 1e30j], np.complex64)
+    got = unary("abs", "c64", z)
+    assert got.dtype == np.float32
+    assert got[0] == 5 and got[1] == 0 and got[2] == INF and math.isnan(got[3])
+    assert got[4] == np.float32(1e30) * np.sqrt(np.float32(2))    # max * sqrt(1 + 1), no overflow
+    c = lambda v: np.array(v, np.complex64)  # noqa: E731
+    p = run(N.binary, "power", D["c64"], c([0, 0, 0, 1, 5 + 5j, INF, INF, 1j, 2]),
+            c([0, 2, -1, 3 + 7j, 0, 2, -2, 2, 0.5j]))
+    assert p[[0, 1, 3, 4, 5, 6]].tolist() == [1, 0, 1, 1, complex(INF, 0), 0]
+    assert math.isnan(p[2].real) and math.isnan(p[2].imag)      # 0^-1: no special case
+    assert np.allclose(p[7:], [-1, np.exp(0.5j * np.log(2))], atol=1e-6)
+
+
+def test_copy_of_a_tuple_is_a_deep_copy():
+    x = arr([1, 2], "f32")
+    out = _run_module("""HloModule m
+ENTRY e {
+  x = f32[2] parameter(0)
+  y = s32[] constant(3)
+  a = token[] after-all()
+  i = (s32[], token[]) tuple(y, a)
+  t = (f32[2], (s32[], token[])) tuple(x, i)
+  ROOT c = (f32[2], (s32[], token[])) copy(t)
+}""", x)
+    from hloc.interp import TOKEN
+    assert out[0].tolist() == [1, 2] and out[0] is not x and out[0].dtype == np.float32
+    assert out[1][0] == 3 and out[1][0].dtype == np.int32 and out[1][1] is TOKEN

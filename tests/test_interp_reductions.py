@@ -389,3 +389,136 @@ ENTRY e { x = s32[2,3] parameter(0)
   ROOT r = s32[2] reduce(x, z), dimensions={1}, to_apply=f }"""
     x = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
     np.testing.assert_array_equal(run(text, x), [94, 85])
+
+
+# ---------------------------------------------------------------------------
+# Vectorised reducers, scalar windows
+
+def _fold_module(op, dtype, shape, init):
+    dims = ",".join(map(str, shape))
+    return f"""HloModule m
+f {{ a = {dtype}[] parameter(0)
+  b = {dtype}[] parameter(1)
+  ROOT r = {dtype}[] {op}(a, b) }}
+g {{ a = {dtype}[] parameter(0)
+  b = {dtype}[] parameter(1)
+  c = {dtype}[] {op}(a, b)
+  ROOT r = {dtype}[] copy(c) }}
+ENTRY e {{ x = {dtype}[{dims}] parameter(0)
+  z = {dtype}[] constant({init})
+  f = {dtype}[{shape[0]}] reduce(x, z), dimensions={{1}}, to_apply=f
+  g = {dtype}[{shape[0]}] reduce(x, z), dimensions={{1}}, to_apply=g
+  ROOT t = ({dtype}[{shape[0]}], {dtype}[{shape[0]}]) tuple(f, g) }}"""
+
+
+@pytest.mark.parametrize("op,dtype,init", [
+    ("add", "s4", "3"), ("multiply", "s4", "-1"), ("and", "u4", "15"), ("xor", "u2", "1"),
+    ("maximum", "s2", "-2"), ("minimum", "u4", "9"), ("add", "s1", "-1"),
+    ("multiply", "u1", "1"), ("or", "s64", "0"), ("add", "u64", "18446744073709551615"),
+    ("add", "pred", "false"), ("multiply", "pred", "true"), ("minimum", "pred", "true"),
+    ("maximum", "f32", "-inf"), ("minimum", "f32", "inf"), ("maximum", "bf16", "0"),
+    ("minimum", "f16", "-0")])
+def test_vectorised_reducers_match_the_sequential_fold(op, dtype, init):
+    from hloc.interp import numerics as N
+    from hloc.ir.dtypes import DTYPES
+    dt = DTYPES[dtype]
+    shape = (6, 41)
+    if dt.kind == "pred":
+        x = RNG.integers(0, 2, shape).astype(bool)
+        x[0] = True
+    elif dt.kind in ("int", "uint"):
+        x = N.wrap(RNG.integers(-2**62, 2**62, shape), dt)
+    else:
+        x = (RNG.standard_normal(shape) * 4).astype(dt.np)
+        x[1, 5] = -0.0
+        x[2] = 0.0
+        x[2, ::3] = -0.0
+        x[3, 7] = np.nan
+        x[3, 9] = -np.inf
+        bits = np.array([np.nan], np.float32).view(np.uint32) | np.uint32(0x1234)
+        x[4, 2:4] = bits.view(np.float32)[0].astype(dt.np)
+    fast, slow = run(_fold_module(op, dtype, shape, init), x)
+    assert fast.dtype == dt.np
+    if dt.kind == "float":
+        f, s = fast.astype(np.float64), slow.astype(np.float64)
+        np.testing.assert_array_equal(np.isnan(f), np.isnan(s))
+        np.testing.assert_array_equal(np.nan_to_num(f), np.nan_to_num(s))
+        np.testing.assert_array_equal(np.signbit(f), np.signbit(s))
+        np.testing.assert_array_equal(fast.view(f"u{fast.itemsize}"), slow.view(f"u{slow.itemsize}"))
+    else:
+        np.testing.assert_array_equal(fast, slow)
+
+
+def test_reducing_a_million_u4_is_fast():
+    import time
+
+    import ml_dtypes
+    text = """HloModule m
+f { a = u4[] parameter(0)
+  b = u4[] parameter(1)
+  ROOT r = u4[] and(a, b) }
+ENTRY e { x = u4[1000000] parameter(0)
+  z = u4[] constant(15)
+  ROOT r = u4[] reduce(x, z), dimensions={0}, to_apply=f }"""
+    x = np.full(1000000, 15, ml_dtypes.uint4)
+    x[123456] = 6
+    t = time.perf_counter()
+    out = run(text, x)
+    assert time.perf_counter() - t < 1.0
+    assert out == 6 and out.dtype == ml_dtypes.uint4
+
+
+def test_float_sum_adds_the_512_chunks_in_order():
+    x = np.zeros((2, 2048), np.float32)
+    x[:, 0], x[:, 512], x[:, 1024], x[:, 1536] = 2.0**53, 1, 1, -2.0**53
+    got = red.evaluator_float_sum(x, np.float32(0), np.float32)
+    # ((2**53 + 1) + 1) - 2**53 in double: each +1 rounds back to 2**53 (a pairwise or
+    # reordered sum would give 1 or 2).
+    assert got.tolist() == [0.0, 0.0] and got.dtype == np.float32
+
+
+ADD_S32 = """add { a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT r = s32[] add(a, b) }
+"""
+
+
+def test_reduce_window_and_select_and_scatter_without_window_attribute():
+    # No `window=`: the rank-0 window of a scalar operand (XLA's parser default).
+    out = run(f"""HloModule m
+{ADD_F32}
+ENTRY e {{ x = f32[] constant(42)
+  i = f32[] constant(1)
+  ROOT rw = f32[] reduce-window(x, i), to_apply=add }}""")
+    assert out == 43 and out.shape == () and out.dtype == np.float32
+    out = run(f"""HloModule m
+{ADD_F32}
+ge {{ a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = pred[] compare(a, b), direction=GE }}
+ENTRY e {{ x = f32[] constant(42)
+  s = f32[] constant(3)
+  i = f32[] constant(1)
+  ROOT r = f32[] select-and-scatter(x, s, i), select=ge, scatter=add }}""")
+    assert out == 4 and out.shape == () and out.dtype == np.float32
+
+
+def test_reducer_whose_root_copies_a_tuple():
+    text = """HloModule m
+f { a = s32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = f32[] parameter(3)
+  s = s32[] add(a, c)
+  t = f32[] maximum(b, d)
+  u = (s32[], f32[]) tuple(s, t)
+  ROOT r = (s32[], f32[]) copy(u) }
+ENTRY e { x = s32[2,3] parameter(0)
+  y = f32[2,3] parameter(1)
+  z = s32[] constant(0)
+  w = f32[] constant(-inf)
+  ROOT r = (s32[2], f32[2]) reduce(x, y, z, w), dimensions={1}, to_apply=f }"""
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    s, m = run(text, x, x.astype(np.float32) * -1)
+    np.testing.assert_array_equal(s, [3, 12])
+    np.testing.assert_array_equal(m, [0, -3])

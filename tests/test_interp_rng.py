@@ -174,3 +174,18 @@ ENTRY e {
     out = _run(interp)
     assert out.dtype == np.float32 and out.shape == (2, 3)
     assert ((out >= -1) & (out < 1)).all()
+
+
+def test_old_three_operand_rng_is_unsupported_not_a_crash():
+    # rng(min, max, shape) predates today's HLO; the verifier rejects it, but with
+    # --no-verify the interpreter must say so rather than fail inside NumPy.
+    from hloc.diagnostics import UnsupportedError
+    interp = _interpreter("""HloModule m
+ENTRY e {
+  a = f32[] constant(0)
+  b = f32[] constant(1)
+  s = s64[1] constant({3})
+  ROOT r = f32[3] rng(a, b, s), distribution=rng_uniform
+}""")
+    with pytest.raises(UnsupportedError, match=r"rng takes two scalar operands .*rng\(min, max, shape\)"):
+        _run(interp)

@@ -100,6 +100,8 @@ def bitcast(x, src_shape, dst_shape) -> np.ndarray:
     src_m2m = _m2m(src_shape)
     phys = contiguous(np.transpose(x, src_m2m[::-1])).reshape(-1)
     src, dst = src_shape.dtype, dst_shape.dtype
+    if src is dst and x.size != dst_shape.size:
+        raise Unsupported(f"bitcast from {src_shape} to {dst_shape} (different sizes)")
     if src is not dst:
         if src.np.itemsize * x.size != dst.np.itemsize * dst_shape.size or \
                 src.bits != 8 * src.np.itemsize or dst.bits != 8 * dst.np.itemsize:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.shape import TupleShape
+from ..ir.shape import ArrayShape, TupleShape
 from .core import TOKEN, evaluates
 from .reductions import apply_computation, binary_root, update_rounds
 
@@ -81,7 +81,13 @@ def _eval_slice(inst, operands, ctx):
 
 @evaluates("concatenate")
 def _eval_concatenate(inst, operands, ctx):
-    return np.concatenate(operands, axis=inst.attrs["dimensions"][0])
+    dim = inst.attrs["dimensions"][0]
+    out = inst.shape.dims
+    if any(np.ndim(o) != len(out) or np.shape(o)[:dim] + np.shape(o)[dim + 1:] !=
+           out[:dim] + out[dim + 1:] for o in operands):
+        raise ctx.unsupported(inst, f"concatenate into {inst.shape} of operands that differ "
+                                    "in other dimensions (XLA's verifier rejects it)")
+    return np.concatenate(operands, axis=dim)
 
 
 def pad_array(x: np.ndarray, value, config) -> np.ndarray:
@@ -110,6 +116,8 @@ def _eval_pad(inst, operands, ctx):
 
 def iota_array(dtype, dims, dimension: int) -> np.ndarray:
     dtype = np.dtype(dtype)
+    if 0 in dims:                      # no elements, whatever the other dimensions
+        return np.zeros(tuple(dims), dtype=dtype)
     n = dims[dimension]
     shape = [1] * len(dims)
     shape[dimension] = n
@@ -133,6 +141,10 @@ def iota_array(dtype, dims, dimension: int) -> np.ndarray:
 
 @evaluates("iota")
 def _eval_iota(inst, operands, ctx):
+    if not isinstance(inst.shape, ArrayShape) or not 0 <= inst.attrs["iota_dimension"] < \
+            inst.shape.rank:
+        raise ctx.unsupported(inst, f"iota of shape {inst.shape} along dimension "
+                                    f"{inst.attrs['iota_dimension']} (XLA's verifier rejects it)")
     return iota_array(inst.shape.dtype.np, inst.shape.dims, inst.attrs["iota_dimension"])
 
 
@@ -284,6 +296,8 @@ def scatter_targets(operand_shape, indices, update_shape, *, update_window_dims,
     upos = upos[ok]
     if upos.size == 0:
         return upos, upos
+    if not full:            # rank-0 operand: every in-bounds update hits element 0
+        return np.zeros(upos.size, dtype=np.int64), upos
     coords = [f.reshape(-1)[upos] for f in full]
     return np.ravel_multi_index(coords, operand_shape), upos
 
@@ -378,6 +392,9 @@ def _eval_forward(inst, operands, ctx):
 
 @evaluates("copy-start")
 def _eval_copy_start(inst, operands, ctx):
+    if not (isinstance(inst.shape, TupleShape) and len(inst.shape.elements) >= 2):
+        raise ctx.unsupported(inst, f"copy-start of shape {inst.shape}, not a (destination, "
+                                    "source, context) tuple (XLA's verifier rejects it)")
     ctx_shape = inst.shape.elements[2] if len(inst.shape.elements) > 2 else None
     extra = (zero_value(ctx_shape),) if ctx_shape is not None else ()
     return (operands[0], operands[0]) + extra

@@ -4,7 +4,8 @@ Each evaluation picks the operands' element types from the instruction, runs a p
 kernel from numerics.py / conversions.py under `np.errstate(all="ignore")` and checks
 that the result has exactly the storage dtype of the instruction's element type.
 Results take their dimensions from the operands (so the lane engine in reductions.py
-can run these on arrays of any shape); scalar operands of select and clamp broadcast.
+can run these on arrays of any shape); scalar operands of select and clamp broadcast;
+copy of a tuple is the element-by-element (deep) copy.
 An element type the kernel does not take becomes `ctx.unsupported(...)`.
 """
 from __future__ import annotations
@@ -61,14 +62,44 @@ def _unary(kernel):
 def _binary(opcode):
     def evaluate(inst, operands, ctx):
         a, b = _arrays(operands)
-        return _run(inst, ctx, N.binary, opcode, _dtype(inst), a, b)
+        dt = inst.shape.dtype
+        if _dtype(inst) is not dt or _dtype(inst, 1) is not dt:
+            # Mixed precision (the verifier allows it for floats): operands are converted
+            # to the result type first, as XLA's float normalization would.
+            a, b = (_run_convert(inst, ctx, v, _dtype(inst, i), dt) for i, v in enumerate((a, b)))
+        return _run(inst, ctx, N.binary, opcode, dt, a, b)
     return evaluate
 
 
+def _run_convert(inst, ctx, x, src, dst):
+    if src is dst:
+        return x
+    try:
+        with np.errstate(all="ignore"):
+            return C.convert(x, src, dst)
+    except N.Unsupported as e:
+        raise ctx.unsupported(inst, f"{inst.opcode}: {e}") from None
+
+
 for _op in UNARY_OPCODES:
-    _register(_op, _unary(N.UNARY[_op]))
+    if _op != "copy":
+        _register(_op, _unary(N.UNARY[_op]))
 for _op in BINARY_OPCODES:
     _register(_op, _binary(_op))
+
+
+def deep_copy(value):
+    """A copy of an array, or of a tuple (element by element); tokens stay tokens."""
+    if isinstance(value, tuple):
+        return tuple(deep_copy(v) for v in value)
+    if isinstance(value, np.ndarray) or np.isscalar(value):
+        return np.array(value, copy=True)
+    return value
+
+
+@evaluates("copy")
+def _copy(inst, operands, ctx):
+    return deep_copy(operands[0])
 
 
 @evaluates("complex")

@@ -4,12 +4,16 @@ Every kernel takes the operand element type(s) (hloc DType) and storage arrays a
 returns a storage array of the result element type; nothing here knows instructions.
 Integers are computed in int64/uint64 and wrapped to their bit width (sub-byte and
 s1/u1 included); f16/bf16/f8/f4 are computed in f32 and rounded back after each op;
-f32/f64/c64/c128 in their own type. Where HLO differs from NumPy the rules follow
-xla/service/elemental_ir_emitter.cc (integer divide/remainder, shifts, llvm.maximum,
-complex divide/power, pred arithmetic) and xla/hlo/evaluator/hlo_evaluator_typed_visitor.h
-(integer power, sign, logistic). An element type an op does not take raises
-`Unsupported`. Callers run kernels under `np.errstate(all="ignore")`.
-Conversions live in conversions.py.
+f32/f64/c64/c128 in their own type. f32 transcendentals (exp, log, sin, pow, atan2 ...)
+are computed in f64 and rounded once, as the correctly rounded libm functions XLA:CPU and
+HloEvaluator call (NumPy's own f32 loops are a few ULP off). Where HLO differs from NumPy
+the rules follow xla/service/elemental_ir_emitter.cc (integer divide/remainder, shifts,
+llvm.maximum, expm1, complex abs/divide/power, pred arithmetic),
+xla/hlo/evaluator/hlo_evaluator_typed_visitor.h (integer power, sign, logistic) and,
+where XLA:CPU's MLIR emitters decide, mhlo's map_mhlo_to_scalar_op.h (complex
+maximum/minimum, which the evaluator rejects) and LLVM's fma contraction of complex
+multiply (see `fma`). An element type an op does not take raises `Unsupported`.
+Callers run kernels under `np.errstate(all="ignore")`. Conversions live in conversions.py.
 """
 from __future__ import annotations
 
@@ -130,14 +134,58 @@ def _float_fn(fn, complex_fn=None, allow_complex=True):
     return kernel
 
 
+def libm(fn):
+    """`fn` as a correctly rounded f32 libm function (glibc's sinf, expf ... which XLA:CPU
+    and HloEvaluator call): float32 arguments are computed in float64 and rounded once;
+    NumPy's own float32 loops are SIMD approximations several ULP off. Other types are
+    passed through."""
+    def wrapped(*args):
+        if any(np.asarray(a).dtype == np.float32 for a in args):
+            return fn(*(np.asarray(a, dtype=np.float64) for a in args)).astype(np.float32)
+        return fn(*args)
+    wrapped.__name__ = getattr(fn, "__name__", "libm")
+    return wrapped
+
+
 def _round_afz(x):
     t = np.trunc(x)
     return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
+_EXP = libm(np.exp)
+_EXPM1 = libm(np.expm1)
+_LOG = libm(np.log)
+_LOG1P = libm(np.log1p)
+_CBRT = libm(np.cbrt)
+_SIN = libm(np.sin)
+_COS = libm(np.cos)
+_TAN = libm(np.tan)
+_TANH = libm(np.tanh)
+_ARCCOS = libm(np.arccos)
+_ARCCOSH = libm(np.arccosh)
+_ARCSIN = libm(np.arcsin)
+_ARCSINH = libm(np.arcsinh)
+_ARCTAN = libm(np.arctan)
+_ARCTANH = libm(np.arctanh)
+_SINH = libm(np.sinh)
+_COSH = libm(np.cosh)
+_POWER = libm(np.power)
+_ARCTAN2 = libm(np.arctan2)
+
+
+def xla_expm1(x):
+    """ElementalIrEmitter::EmitExpm1: exp(x) - 1 where |x| > 0.5, else
+    tanh(x/2) * (exp(x) + 1); x itself where x/2 underflows to 0."""
+    t = x.dtype.type
+    half = x * t(0.5)
+    small = _TANH(half) * (_EXP(x) + t(1))
+    y = np.where(np.abs(x) > t(0.5), _EXP(x) - t(1), small)
+    return np.where(half == 0, x, y)
+
+
 def _logistic(x):
     one = x.dtype.type(1)
-    return one / (one + np.exp(-x))
+    return one / (one + _EXP(-x))
 
 
 def _erf(x):
@@ -148,10 +196,10 @@ def _complex_expm1(z):
     # e^(a+bi)-1 = (e^a*cos(b)-1) + e^a*sin(b)i (EmitComplexUnaryOp kExpm1); a real
     # argument (b == 0) keeps a zero imaginary part, as XLA:CPU does.
     a, b = z.real, z.imag
-    ea = np.exp(a)
+    ea = _EXP(a)
     real0 = b == 0
-    return compose(np.where(real0, np.expm1(a), ea * np.cos(b) - 1),
-                   np.where(real0, b, ea * np.sin(b)), z.dtype)
+    return compose(np.where(real0, xla_expm1(a), ea * _COS(b) - 1),
+                   np.where(real0, b, ea * _SIN(b)), z.dtype)
 
 
 def _complex_log1p(z):
@@ -160,8 +208,8 @@ def _complex_log1p(z):
     a, b = z.real, z.imag
     s = a * a + 2 * a + b * b
     real = np.where(np.isinf(s) & np.isfinite(a) & np.isfinite(b),
-                    np.log(np.hypot(a + 1, b)), 0.5 * np.log1p(s))
-    return compose(real, np.arctan2(b, a + 1), z.dtype)
+                    _LOG(np.hypot(a + 1, b)), 0.5 * _LOG1P(s))
+    return compose(real, _ARCTAN2(b, a + 1), z.dtype)
 
 
 def compose(re, im, ctype) -> np.ndarray:
@@ -190,7 +238,7 @@ def abs_kernel(dt, x):
     if dt.kind == "int":
         return wrap(np.abs(widen(x, dt)), dt)        # abs(INT_MIN) == INT_MIN
     if dt.kind == "complex":
-        return np.abs(x)                              # std::abs (hypot); real result
+        return complex_abs(x)                         # XLA:CPU's max*sqrt(1+(min/max)^2)
     require_kind(dt, "float")
     return narrow(np.abs(widen(x, dt)), dt)
 
@@ -279,27 +327,27 @@ UNARY = {
     "floor": _float_fn(np.floor, allow_complex=False),
     "round-nearest-afz": _float_fn(_round_afz, allow_complex=False),
     "round-nearest-even": _float_fn(np.rint, allow_complex=False),
-    "exponential": _float_fn(np.exp),
-    "exponential-minus-one": _float_fn(np.expm1, _complex_expm1),
-    "log": _float_fn(np.log),
-    "log-plus-one": _float_fn(np.log1p, _complex_log1p),
+    "exponential": _float_fn(_EXP),
+    "exponential-minus-one": _float_fn(xla_expm1, _complex_expm1),
+    "log": _float_fn(_LOG),
+    "log-plus-one": _float_fn(_LOG1P, _complex_log1p),
     "logistic": _float_fn(_logistic),
     "sqrt": _float_fn(np.sqrt),
     "rsqrt": _float_fn(_rsqrt),
-    "cbrt": _float_fn(np.cbrt, allow_complex=False),
-    "sine": _float_fn(np.sin),
-    "cosine": _float_fn(np.cos),
-    "tan": _float_fn(np.tan),
-    "tanh": _float_fn(np.tanh),
+    "cbrt": _float_fn(_CBRT, allow_complex=False),
+    "sine": _float_fn(_SIN),
+    "cosine": _float_fn(_COS),
+    "tan": _float_fn(_TAN),
+    "tanh": _float_fn(_TANH),
     "erf": _float_fn(_erf, allow_complex=False),
-    "acos": _float_fn(np.arccos),
-    "acosh": _float_fn(np.arccosh),
-    "asin": _float_fn(np.arcsin),
-    "asinh": _float_fn(np.arcsinh),
-    "atan": _float_fn(np.arctan),
-    "atanh": _float_fn(np.arctanh),
-    "sinh": _float_fn(np.sinh),
-    "cosh": _float_fn(np.cosh),
+    "acos": _float_fn(_ARCCOS),
+    "acosh": _float_fn(_ARCCOSH),
+    "asin": _float_fn(_ARCSIN),
+    "asinh": _float_fn(_ARCSINH),
+    "atan": _float_fn(_ARCTAN),
+    "atanh": _float_fn(_ARCTANH),
+    "sinh": _float_fn(_SINH),
+    "cosh": _float_fn(_COSH),
 }
 
 
@@ -399,6 +447,63 @@ def fmin(a, b):
     return np.where(both0, np.where(np.signbit(a), a, b), r)
 
 
+# ---------------------------------------------------------------------------
+# Fused multiply-add (XLA:CPU lets LLVM contract a*b + c into one rounding)
+
+def _round_to_odd_sum(x, y):
+    """x + y in float64 rounded to odd (an inexact sum gets an odd last bit), so that a
+    later rounding to a narrower format is the correctly rounded exact sum."""
+    s = x + y
+    bp = s - x
+    err = (x - (s - bp)) + (y - bp)
+    fix = (err != 0) & np.isfinite(s) & ((s.view(_I64) & 1) == 0)
+    if not fix.any():
+        return s
+    away = (err > 0) == (s > 0)
+    bits = np.where(fix, s.view(_I64) + np.where(away, _I64(1), _I64(-1)), s.view(_I64))
+    return bits.view(np.float64)
+
+
+def _two_prod(a, b):
+    """Dekker's exact product: a*b == p + e (barring overflow/underflow)."""
+    p = a * b
+    split = np.float64(134217729.0)              # 2**27 + 1 (Veltkamp)
+    ca, cb = split * a, split * b
+    ah, bh = ca - (ca - a), cb - (cb - b)
+    al, bl = a - ah, b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def fma(a, b, c) -> np.ndarray:
+    """a*b + c with a single rounding, for float32 or float64 arrays (NumPy has no fma).
+    f32: the f64 product is exact and the f64 sum is rounded to odd before the final
+    rounding. f64: Boldo and Melquiond's emulation (exact product, TwoSum, a sum rounded
+    to odd, one rounding); where an intermediate is not finite it is a*b + c."""
+    a, b, c = np.broadcast_arrays(np.asarray(a), np.asarray(b), np.asarray(c))
+    if a.dtype == np.float32:
+        p = a.astype(np.float64) * b.astype(np.float64)
+        return _round_to_odd_sum(p, c.astype(np.float64)).astype(np.float32)
+    a, b, c = (v.astype(np.float64) for v in (a, b, c))
+    uh, ul = _two_prod(a, b)
+    th = c + uh
+    bp = th - c
+    tl = (c - (th - bp)) + (uh - bp)
+    r = th + _round_to_odd_sum(tl, ul)
+    plain = a * b + c
+    ok = np.isfinite(r) & np.isfinite(ul) & np.isfinite(tl) & (np.abs(a * b) < 1e300)
+    return np.where(ok, r, plain)
+
+
+def complex_multiply(x, y):
+    """XLA:CPU's complex multiply: complex.mul lowered to (ac - bd) + (bc + ad)i with each
+    subtraction/addition contracted into an fma by LLVM: re = fma(a, c, -(b*d)),
+    im = fma(b, c, a*d) (bit-exact with XLA:CPU on the StableHLO cumprod tests)."""
+    a, b, c, d = x.real, x.imag, y.real, y.imag
+    re = fma(a, c, -(b * d))
+    im = fma(b, c, a * d)
+    return compose(re, im, np.result_type(x, y))
+
+
 def complex_divide(x, y):
     """ElementalIrEmitter::EmitComplexDivide: Smith's algorithm plus its inf/0 cases."""
     ar, ai, br, bi = x.real, x.imag, y.real, y.imag
@@ -436,33 +541,60 @@ def complex_divide(x, y):
     return compose(rr_, ri_, x.dtype)
 
 
+def complex_abs(x):
+    """|a+bi| as XLA:CPU computes it (EmitComplexAbs, MLIR's complex.abs lowering):
+    max * sqrt(1 + (min/max)^2) with NaN-propagating max/min and the square contracted
+    into an fma; where that is NaN ((0, 0), (inf, inf), NaN parts) the result is min."""
+    ar, ai = np.abs(x.real), np.abs(x.imag)
+    hi, lo = fmax(ar, ai), fmin(ar, ai)
+    ratio = lo / hi
+    r = hi * np.sqrt(fma(ratio, ratio, hi.dtype.type(1)))
+    return np.where(np.isnan(r), lo, r)
+
+
 def complex_power(x, y):
-    """EmitComplexPower: (a+bi)^(c+di) = |z|^c * e^(-d*arg) * cis(c*arg + d*log|z|),
-    0^(c>=0) = (c == 0), plus HloEvaluator's special cases: 1^y = x^0 = 1,
-    inf^(c>0) = inf and inf^(c<0) = 0 for real c. Terms with d == 0 are left out, so a
-    real exponent does not turn an infinite |z| into NaN."""
+    """XLA:CPU's complex power (EmitComplexPower; MLIR's complex.pow lowering):
+    (a+bi)^(c+di) = |z|^c * e^(-d*arg) * cis(c*arg + d*ln|z|) with |z| = complex_abs,
+    arg = atan2(b, a) and the sum in the angle contracted into an fma; then, in order of
+    precedence, inf^(c<0) = 0 and inf^(c>0) = inf for real c, 1^y = 1, x^0 = 1, and
+    0^(c>=0) = (c == 0) for real c."""
     a, b, c, d = x.real, x.imag, y.real, y.imag
     t = a.dtype.type
-    aa_bb = a * a + b * b
-    arg = np.arctan2(b, a)
+    zero, one = t(0), t(1)
+    r = complex_abs(x)
+    arg = _ARCTAN2(b, a)
+    coeff = _POWER(r, c) * _EXP(-d * arg)
+    q = fma(c, arg, d * _LOG(r))
+    re, im = coeff * _COS(q), coeff * _SIN(q)
     real_exp = d == 0
-    coeff = np.power(aa_bb, t(0.5) * c) * np.where(real_exp, t(1), np.exp(-d * arg))
-    q = c * arg + np.where(real_exp, t(0), t(0.5) * d * np.log(aa_bb))
-    re, im = coeff * np.cos(q), coeff * np.sin(q)
-    zero_base = (aa_bb == 0) & real_exp & (c >= 0)
-    re = np.where(zero_base, np.where(c == 0, t(1), t(0)), re)
-    im = np.where(zero_base, t(0), im)
-    pos_inf = (b == 0) & (a == np.inf) & real_exp
-    re = np.where(pos_inf & (c > 0), a, np.where(pos_inf & (c < 0), t(0), re))
-    im = np.where(pos_inf & (c != 0), t(0), im)
-    unit = (x == 1) | (y == 0)
-    return compose(np.where(unit, t(1), re), np.where(unit, t(0), im), x.dtype)
+    zero_base = (r == 0) & real_exp & (zero <= c)
+    re = np.where(zero_base, np.where(c == 0, one, zero), re)
+    im = np.where(zero_base, zero, im)
+    unit = ((c == 0) & real_exp) | ((a == 1) & (b == 0))
+    re, im = np.where(unit, one, re), np.where(unit, zero, im)
+    inf_base = (a == np.inf) & (b == 0) & real_exp
+    re = np.where(inf_base & (c > 0), t(np.inf), np.where(inf_base & (c < 0), zero, re))
+    im = np.where(inf_base & (c != 0), zero, im)
+    return compose(re, im, x.dtype)
 
 
 def _complex_atan2(y, x):
     # HloEvaluator: atan2(y, x) = -i * log((x + i*y) / sqrt(x*x + y*y))
     i = x.dtype.type(1j)
     return (-i) * np.log((x + i * y) / np.sqrt(x * x + y * y))
+
+
+def _complex_select_ordered(predicate):
+    """XLA:CPU's complex maximum (predicate >=) / minimum (<=): mhlo's cmpComplex,
+    `(re_l == re_r && im_l P im_r) || re_l P re_r` with ordered float compares, then
+    select(cond, lhs, rhs). Since P includes equality, tied real parts keep lhs
+    (so max(0+1.5i, -0+2.5i) is 0+1.5i, not StableHLO's lexicographic -0+2.5i), and a
+    NaN real part on either side selects rhs."""
+    def kernel(x, y):
+        xr, yr = x.real, y.real
+        cond = ((xr == yr) & predicate(x.imag, y.imag)) | predicate(xr, yr)
+        return np.where(cond, x, y)
+    return kernel
 
 
 _INT_BINARY = {
@@ -487,12 +619,14 @@ _PRED_BINARY = {   # pred arithmetic as `int8(x) OP int8(y) != 0` (EmitPredBinar
 }
 _FLOAT_BINARY = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-    "remainder": np.fmod, "power": np.power, "maximum": fmax, "minimum": fmin,
-    "atan2": np.arctan2,
+    "remainder": np.fmod, "power": _POWER, "maximum": fmax, "minimum": fmin,
+    "atan2": _ARCTAN2,
 }
 _COMPLEX_BINARY = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+    "add": np.add, "subtract": np.subtract, "multiply": complex_multiply,
     "divide": complex_divide, "power": complex_power, "atan2": _complex_atan2,
+    "maximum": _complex_select_ordered(np.greater_equal),
+    "minimum": _complex_select_ordered(np.less_equal),
 }
 
 

@@ -11,14 +11,20 @@ update rounds) and vectorising over the independent one (the output elements).
 Orders follow HloEvaluator (xla/hlo/evaluator/hlo_evaluator.cc): reduce folds the reduced
 elements in the operand's layout order starting from init, and sums floats with `add` in
 double (its use_fast_path_reduce_ path, chunks of 512); reduce-window and
-select-and-scatter walk each window row-major; sort is a stable merge sort.
+select-and-scatter walk each window row-major (no `window=` is the rank-0 window of a
+scalar); sort is a stable merge sort. The common reducers `op(p0, p1)` fold whole rows
+at once where that gives the sequential fold's exact result: add/multiply/and/or/xor/
+maximum/minimum on integers of any width and on pred, maximum/minimum on floats (NaN
+payload and signed-zero rules included), and float add in the evaluator's order.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..ir.attrs import Window
 from ..ir.module import Computation, Instruction
 from ..ir.shape import ArrayShape, TupleShape, array as array_shape
+from . import numerics as N
 from .core import evaluates
 
 # ---------------------------------------------------------------------------
@@ -80,7 +86,8 @@ class LaneProgram:
             elif op == "get-tuple-element":
                 step = (_GTE, inst.attrs["index"], ops)
             elif op in _IDENTITY_OPCODES and len(ops) == 1 and \
-                    inst.shape.dtype is inst.operands[0].shape.dtype:
+                    isinstance(inst.shape, ArrayShape) and \
+                    inst.shape.dtype is getattr(inst.operands[0].shape, "dtype", None):
                 step = (_IDENT, None, ops)
             elif op in LANE_OPCODES and inst.opdef.evaluate is not None:
                 step = (_OP, proxy, ops)
@@ -265,7 +272,9 @@ def reduce_arrays(ctx, comp, inputs, inits, dims, order=None, out_dtypes=None):
 
 def evaluator_float_sum(x: np.ndarray, init, dtype) -> np.ndarray:
     """Sum the last axis as HloEvaluator's reduce fast path does: in double, 512 elements
-    at a time (each partial sum starting from 0.0), added to init, rounded once."""
+    at a time (each partial sum starting from 0.0), the partial sums added to init one
+    after another, rounded once. np.cumsum is a sequential left fold, so both levels
+    keep the evaluator's order."""
     with np.errstate(all="ignore"):
         x64 = np.asarray(x).astype(np.float64)
         pad = (-x64.shape[-1]) % _CHUNK
@@ -274,66 +283,82 @@ def evaluator_float_sum(x: np.ndarray, init, dtype) -> np.ndarray:
         chunks = x64.reshape(x64.shape[:-1] + (-1, _CHUNK))
         zero = np.zeros(chunks.shape[:-1] + (1,))
         partial = np.cumsum(np.concatenate([zero, chunks], axis=-1), axis=-1)[..., -1]
-        total = np.broadcast_to(np.asarray(init).astype(np.float64), partial.shape[:-1]).copy()
-        for c in range(partial.shape[-1]):
-            total = total + partial[..., c]
+        start = np.broadcast_to(np.asarray(init).astype(np.float64),
+                                partial.shape[:-1])[..., None]
+        total = np.cumsum(np.concatenate([start, partial], axis=-1), axis=-1)[..., -1]
     return from_double(total, dtype)
 
 
+# Reducers whose fold is order-independent on integers (computed in int64/uint64, which
+# wraps mod 2**64, then wrapped to the element type's width) and on pred (as
+# EmitPredBinaryOp: add/maximum/or = any, multiply/minimum/and = all, xor = parity).
+_INT_FOLDS = {
+    "add": (np.add.reduce, np.add), "multiply": (np.multiply.reduce, np.multiply),
+    "maximum": (np.maximum.reduce, np.maximum), "minimum": (np.minimum.reduce, np.minimum),
+    "and": (np.bitwise_and.reduce, np.bitwise_and), "or": (np.bitwise_or.reduce, np.bitwise_or),
+    "xor": (np.bitwise_xor.reduce, np.bitwise_xor),
+}
+_PRED_FOLDS = {"add": "any", "maximum": "any", "or": "any",
+               "multiply": "all", "minimum": "all", "and": "all", "xor": "parity"}
+
+
 def _reduce_fast(comp, flat, inits, out_dtypes):
-    """Order-independent or evaluator-equivalent shortcuts for the common reducers."""
+    """Vectorised folds for the common scalar reducers `op(p0, p1)`: exactly the
+    sequential fold's result (order-independent ops), or HloEvaluator's order (float
+    add). Returns None where only the sequential path is exact."""
     if len(flat) != 1:
         return None
     op = binary_root(comp)
     if op is None:
         return None
-    x, init, dt = flat[0], inits[0], np.dtype(out_dtypes[0])
-    if x.dtype != dt or init.dtype != dt:
+    hdt = comp.root.shape.dtype                 # the reducer's element type (s1 vs s8 ...)
+    x, init = flat[0], np.asarray(inits[0])
+    if x.dtype != hdt.np or init.dtype != hdt.np or np.dtype(out_dtypes[0]) != hdt.np:
         return None
-    kind = "pred" if dt == np.bool_ else "int" if dt.kind in "iu" else \
-        "float" if is_real_float(dt) and dt.kind != "c" else None
-    if kind == "float" and op == "add":
-        return [evaluator_float_sum(x, init, dt)]
-    if kind == "int" and dt.itemsize >= 1 and dt.name in (
-            "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
-        wide = np.int64 if dt.kind == "i" else np.uint64
-        xw = x.astype(wide)
-        iw = init.astype(wide)
+    if hdt.kind in ("int", "uint") and op in _INT_FOLDS:
+        fold, combine = _INT_FOLDS[op]
         with np.errstate(all="ignore"):
-            if op == "add":
-                r = np.add.reduce(xw, axis=-1, dtype=wide) + iw
-            elif op == "multiply":
-                r = np.multiply.reduce(xw, axis=-1, dtype=wide) * iw
-            elif op == "maximum":
-                r = np.maximum(np.max(xw, axis=-1), iw)
-            elif op == "minimum":
-                r = np.minimum(np.min(xw, axis=-1), iw)
-            elif op == "and":
-                r = np.bitwise_and.reduce(xw, axis=-1) & iw
-            elif op == "or":
-                r = np.bitwise_or.reduce(xw, axis=-1) | iw
-            elif op == "xor":
-                r = np.bitwise_xor.reduce(xw, axis=-1) ^ iw
-            else:
-                return None
-        return [np.asarray(r).astype(dt)]
-    if kind == "pred":
-        if op in ("and", "minimum", "multiply"):
-            return [np.asarray(np.all(x, axis=-1) & init)]
-        if op in ("or", "maximum"):
-            return [np.asarray(np.any(x, axis=-1) | init)]
-        if op == "xor":
-            return [np.asarray((np.count_nonzero(x, axis=-1) % 2 == 1) ^ init)]
-        return None
-    if kind == "float" and op in ("maximum", "minimum") and x.dtype.kind == "f":
-        # Exact unless the answer depends on which of equal values wins: signed zeros
-        # and NaN payloads; those cases take the sequential path.
-        if np.isnan(x).any() or np.isnan(init) or \
-                (np.signbit(x) & (x == 0)).any() or (np.signbit(init) and init == 0):
-            return None
-        f = np.maximum if op == "maximum" else np.minimum
-        return [np.asarray(f(f.reduce(x, axis=-1), init)).astype(dt)]
+            r = combine(fold(N.widen(x, hdt), axis=-1), N.widen(init, hdt))
+        return [N.wrap(r, hdt)]
+    if hdt.kind == "pred" and op in _PRED_FOLDS:
+        how = _PRED_FOLDS[op]
+        if how == "any":
+            r = np.any(x, axis=-1) | init
+        elif how == "all":
+            r = np.all(x, axis=-1) & init
+        else:
+            r = (np.count_nonzero(x, axis=-1) % 2 == 1) ^ init
+        return [np.asarray(r)]
+    if hdt.kind == "float" and op == "add":
+        return [evaluator_float_sum(x, init, hdt.np)]
+    if hdt.kind == "float" and op in ("maximum", "minimum"):
+        return [_float_extremum(op, x, init, hdt)]
     return None
+
+
+def _float_extremum(op, x, init, hdt):
+    """The fold acc = op(acc, x_i) from init with the elementwise llvm.maximum/minimum
+    (numerics.fmax/fmin): order-independent except for NaN payloads, where the fold keeps
+    the first NaN it meets (init first; a + b keeps the NaN operand's payload), quieted by
+    the add."""
+    xs = N.widen(x, hdt)
+    i0 = N.widen(init, hdt)
+    seq = np.concatenate([np.broadcast_to(i0, xs.shape[:-1])[..., None], xs], axis=-1)
+    pick = N.fmax if op == "maximum" else N.fmin
+    red = np.max if op == "maximum" else np.min
+    with np.errstate(all="ignore"):
+        r = red(seq, axis=-1)
+        zero = r == 0            # which zero wins: +0 for maximum, -0 for minimum
+        if zero.any():
+            want_neg = op == "minimum"
+            has_pref = np.any((seq == 0) & (np.signbit(seq) == want_neg), axis=-1)
+            signed = np.where(has_pref == want_neg, -0.0, 0.0).astype(r.dtype)
+            r = np.where(zero, signed, r)
+        nan = np.isnan(seq)
+        if nan.any():
+            first = np.take_along_axis(seq, np.argmax(nan, axis=-1)[..., None], axis=-1)[..., 0]
+            r = np.where(nan.any(axis=-1), pick(first, first), r)
+    return N.narrow(r, hdt)
 
 
 @evaluates("reduce")
@@ -395,12 +420,19 @@ def reduce_window_arrays(ctx, comp, inputs, inits, window, out_dims, out_dtypes)
     return acc
 
 
+def _window(inst) -> Window:
+    """The instruction's window; XLA's parser gives a missing `window=` the rank-0 window
+    (only valid on scalar operands)."""
+    w = inst.attrs.get("window")
+    return Window() if w is None else w
+
+
 @evaluates("reduce-window")
 def _eval_reduce_window(inst, operands, ctx):
     n = len(operands) // 2
     leaves = inst.shape.leaves()
     out = reduce_window_arrays(ctx, inst.attrs["to_apply"], operands[:n], operands[n:],
-                               inst.attrs["window"], leaves[0].dims,
+                               _window(inst), leaves[0].dims,
                                [s.dtype.np for s in leaves])
     return tuple(out) if isinstance(inst.shape, TupleShape) else out[0]
 
@@ -428,7 +460,8 @@ def select_and_scatter_array(ctx, select, scatter, operand, source, init, window
         has |= mask
     # Scatter in source order (row-major); repeated targets are applied in rounds.
     order = np.flatnonzero(has.ravel())
-    targets = np.ravel_multi_index([s.ravel()[order] for s in sel_idx], operand.shape)
+    targets = np.ravel_multi_index([s.ravel()[order] for s in sel_idx], operand.shape) \
+        if rank else np.zeros(order.size, dtype=np.int64)
     values = source.ravel()[order]
     flat = result.reshape(-1)
     for sel in update_rounds(targets):
@@ -457,7 +490,7 @@ def update_rounds(targets: np.ndarray):
 def _eval_select_and_scatter(inst, operands, ctx):
     operand, source, init = operands
     return select_and_scatter_array(ctx, inst.attrs["select"], inst.attrs["scatter"], operand,
-                                    source, init, inst.attrs["window"], inst.shape.dtype.np)
+                                    source, init, _window(inst), inst.shape.dtype.np)
 
 
 # ---------------------------------------------------------------------------

@@ -224,6 +224,10 @@ def rng_values(gen: np.random.Generator, dist: str, dt, a, b, dims: tuple) -> np
 
 @evaluates("rng")
 def _rng(inst, operands, ctx):
+    if len(operands) != 2 or any(np.ndim(v) != 0 for v in operands):
+        shapes = ", ".join(str(o.shape) for o in inst.operands)
+        raise ctx.unsupported(inst, f"rng takes two scalar operands (a, b), got ({shapes}); "
+                                    "the old rng(min, max, shape) form is not HLO any more")
     a, b = (np.asarray(v) for v in operands)
     try:
         return rng_values(ctx.rng, inst.attrs["distribution"], inst.shape.dtype, a, b,

@@ -55,7 +55,7 @@ class Instruction:
         if old is new:
             return
         self.operands[i] = new
-        if self not in old.operands:
+        if old not in self.operands:
             old.users.remove(self)
         if self not in new.users:
             new.users.append(self)

@@ -1,0 +1,138 @@
+"""`hloc opt`: optimise HLO modules as XLA:CPU's HLO passes (or hlo-opt --passes) do.
+
+Flags map to hloc.passes.driver.optimize; the module text goes to stdout or -o.
+"""
+from __future__ import annotations
+
+import re
+import sys
+
+import click
+
+from .diagnostics import HlocError, InputError
+
+_MODULE_ID = re.compile(r"(?:^|[/\\])module_(\d+)\.[^/\\]*$")
+
+
+def _names(text: str | None) -> list[str]:
+    return [n.strip() for n in (text or "").split(",") if n.strip()]
+
+
+def _check_names(names: list[str], known: list[str], param: str) -> None:
+    for name in names:
+        if name not in known:
+            raise click.BadParameter(
+                f"Pass {name} not found. Known passes: {', '.join(sorted(known))}",
+                param_hint=param)
+
+
+def _timing_report(timings: dict) -> str:
+    rows = sorted(timings.values(), key=lambda t: -t.seconds)
+    width = max([len(t.name) for t in rows] + [5])
+    lines = [f"{'pass':<{width}}  {'seconds':>9}  runs  changed"]
+    for t in rows:
+        lines.append(f"{t.name:<{width}}  {t.seconds:9.4f}  {t.runs:4d}  {t.changes:7d}")
+    lines.append(f"{'total':<{width}}  {sum(t.seconds for t in rows):9.4f}")
+    return "\n".join(lines)
+
+
+@click.command("opt")
+@click.argument("module", type=click.Path(allow_dash=True), required=False)
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the optimised module here instead of stdout.")
+@click.option("--pipeline", type=click.Choice(["default", "none"]), default="default",
+              show_default=True, help="XLA:CPU's HLO pipeline, or no passes (print only).")
+@click.option("--passes", metavar="A,B,C",
+              help="Run exactly these passes, once each, in order (hlo-opt's "
+                   "transforms_pipeline) instead of --pipeline.")
+@click.option("--list-passes", is_flag=True, help="Print the known pass names and exit.")
+@click.option("--disable-passes", metavar="A,B",
+              help="Skip these passes or pipelines wherever they occur "
+                   "(--xla_disable_hlo_passes).")
+@click.option("--dump-to", type=click.Path(file_okay=False),
+              help="Write XLA-named dumps (before/after optimizations) to this directory.")
+@click.option("--dump-pass-re", metavar="REGEX",
+              help="Also dump the module after every pass whose name matches "
+                   "(--xla_dump_hlo_pass_re; '.*' dumps only passes that changed it).")
+@click.option("--module-id", type=click.IntRange(min=0),
+              help="NNNN in the dump file names [default: from an input named "
+                   "module_NNNN.*, else 0].")
+@click.option("-v", "--verbose", is_flag=True, help="Print a per-pass timing summary on stderr.")
+@click.option("--force", is_flag=True,
+              help="Optimise even an already optimized module (is_scheduled=true or fusions).")
+@click.option("--verify-each/--no-verify-each", default=True, show_default=True,
+              help="Run the HLO verifier on the input and after every pass that changed it.")
+@click.option("--check-no-change", is_flag=True,
+              help="Fail when a pass reporting no change altered the printed module.")
+def opt(module, output, pipeline, passes, list_passes, disable_passes, dump_to,
+        dump_pass_re, module_id, verbose, force, verify_each, check_no_change):
+    """Optimise the HLO module(s) in MODULE and print the result.
+
+    Exit status: 0 ok, 2 bad input, unknown pass or parse/verify error, 4 a pass failed.
+    """
+    from .passes import list_passes as known_passes
+    from .passes.driver import optimize
+    from .passes.dump import Dumper
+    from .passes.pipelines import default_pipeline, pipeline_names, transforms_pipeline
+    from .printer import module_to_text
+    from .syntax import parse_modules, read_text
+
+    known = known_passes()
+    if list_passes:
+        click.echo(",".join(known))
+        return
+    if module is None:
+        raise click.UsageError("Missing argument 'MODULE'.")
+    names = _names(passes)
+    if passes is not None:
+        if not names:
+            raise click.BadParameter("expects at least one pass name", param_hint="--passes")
+        _check_names(names, known, "--passes")
+    disabled = _names(disable_passes)
+    if dump_pass_re is not None:
+        try:
+            re.compile(dump_pass_re)
+        except re.error as e:
+            raise click.BadParameter(f"not a regular expression: {e}",
+                                     param_hint="--dump-pass-re") from None
+        if dump_to is None:
+            raise click.UsageError("--dump-pass-re needs --dump-to")
+
+    def make_pipeline():
+        if passes is not None:
+            return transforms_pipeline(names)
+        return default_pipeline() if pipeline == "default" else None
+
+    sample = make_pipeline()
+    if disabled:
+        _check_names(disabled, sorted(set(known) | set(pipeline_names(sample) if sample
+                                                        else [])), "--disable-passes")
+    try:
+        text = sys.stdin.read() if module == "-" else read_text(module)
+    except OSError as e:
+        raise InputError(f"{module}: {e.strerror}") from None
+    modules = parse_modules(text, "<stdin>" if module == "-" else module)
+    if module_id is None:
+        m = _MODULE_ID.search(module)
+        module_id = int(m.group(1)) if m else 0
+    outputs = []
+    for n, m in enumerate(modules):
+        dumper = Dumper(dump_to, m.name, module_id + n, dump_pass_re) if dump_to else None
+        result = optimize(m, make_pipeline(), verify_each=verify_each,
+                          check_no_change=check_no_change, disabled=disabled,
+                          dumper=dumper, force=force)
+        if result.skipped:
+            click.echo(f"hloc opt: {m.name}: {result.skipped}; printed unchanged "
+                       f"(--force to optimise anyway)", err=True)
+        if verbose and result.timings:
+            click.echo(f"{m.name}:\n{_timing_report(result.timings)}", err=True)
+        outputs.append(module_to_text(m))
+    text = "---\n".join(outputs)
+    if output:
+        try:
+            with open(output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise HlocError(f"{output}: {e.strerror}") from None
+    else:
+        click.echo(text, nl=False)

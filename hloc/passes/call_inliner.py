@@ -1,0 +1,100 @@
+"""`call-inliner` (CallInliner, xla/hlo/transforms/simplifiers/call_inliner.cc).
+
+XLA visits the call graph callees first and replaces every `call` instruction by a copy
+of its callee's body: the callee's instructions are cloned (post order, same names
+uniquified, attributes and control edges kept) into the caller just before the call,
+parameters bound to the call's operands, and the call is replaced by the clone of the
+callee's root (ReplaceInstruction: metadata and sharding follow when the root has
+none). DCE then drops the computations nothing calls any more. With
+`single_call_site` (how XLA:CPU's pipeline runs it) only callees with exactly one call
+site are inlined. Calls inside asynchronous computations and calls whose callee runs on
+another execution thread stay. Composite calls are inlined (XLA keeps only the ones
+named in `composites_to_preserve`, empty by default). Not implemented: domain updates.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..ir.module import Computation, Instruction, Module
+from ..ir.rewriter import uniquer
+from . import register
+from .base import Pass
+from .dce import run_dce
+from .hlo_graph import (ASYNC_OPS, Editor, post_order_from, relay_control_deps,
+                         replace_instruction, xla_post_order)
+
+
+@register
+class CallInliner(Pass):
+    name = "call-inliner"
+
+    def __init__(self, single_call_site: bool = False):
+        self.single_call_site = single_call_site
+
+    def run(self, module: Module, ctx) -> bool:
+        call_sites: Counter = Counter()
+        async_bodies: set = set()
+        for comp in module.computations:
+            for inst in comp.instructions:
+                for callee in inst.called_computations():
+                    call_sites[callee] += 1
+                    if inst.opcode in ASYNC_OPS:
+                        async_bodies.add(callee)
+        changed = False
+        for comp in module.post_order():
+            if comp in async_bodies:
+                continue
+            editor = Editor(comp)
+            for inst in xla_post_order(comp):
+                if inst.opcode != "call" or not editor.alive(inst):
+                    continue
+                callee = inst.attrs.get("to_apply")
+                if callee is None or callee.execution_thread != comp.execution_thread:
+                    continue
+                if self.single_call_site and call_sites[callee] != 1:
+                    continue
+                inline_call(inst, editor)
+                changed = True
+            editor.flush()
+        if changed:
+            run_dce(module)
+        return changed
+
+
+def inline_call(call: Instruction, editor: Editor) -> Instruction:
+    """Clone the callee of `call` in front of it and replace the call by the clone of
+    the callee's root; returns that clone."""
+    comp = call.parent
+    callee: Computation = call.attrs["to_apply"]
+    names = uniquer(comp.parent)
+    mapping: dict[Instruction, Instruction] = {}
+    for param in callee.parameters:
+        mapping[param] = call.operands[param.parameter_number]
+    for inst in _visit_order(callee):
+        if inst in mapping:
+            continue
+        clone = Instruction(names.unique(inst.name), inst.opdef, inst.shape,
+                            [mapping[o] for o in inst.operands], dict(inst.attrs),
+                            loc=inst.loc)
+        clone.literal = inst.literal
+        comp.add_instruction(clone, before=call)
+        for pred in inst.control_predecessors:
+            editor.add(mapping[pred], clone)
+        mapping[inst] = clone
+    new_root = mapping[callee.root]
+    relay_control_deps(call, new_root, editor)
+    replace_instruction(call, new_root, editor)
+    return new_root
+
+
+def _visit_order(comp: Computation) -> list[Instruction]:
+    """HloComputation::Accept's order: from each unreachable root (no users, no control
+    successors) in instruction order, then from the root."""
+    editor = Editor(comp)
+    starts = [i for i in comp.instructions
+              if not i.users and i is not comp.root and not editor.successors(i)]
+    order = post_order_from(comp, starts + [comp.root])
+    if len(order) != len(comp.instructions):    # reached only through control edges
+        seen = set(order)
+        order.extend(i for i in comp.instructions if i not in seen)
+    return order

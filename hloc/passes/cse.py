@@ -1,0 +1,250 @@
+"""`cse` (HloCSE, xla/service/hlo_cse.cc): common-subexpression elimination.
+
+Per computation, XLA first merges constants with equal shapes (layout ignored unless
+layout-sensitive) and bitwise-equal values, keeping the first in instruction order.
+Then, walking the instructions in post order, an instruction identical to an earlier
+one becomes that one: same opcode, shape, operands (by identity; iotas by dimension and
+shape; the two operands of add, multiply, maximum, minimum, and, or and xor in either
+order), attributes (metadata, frontend attributes and statistics ignored; sharding,
+backend_config and result_accuracy compared) and called computations compared by
+structure. Zero-operand instructions (except partition-id and replica-id) and anything
+with a side effect, itself or in what it calls (rng, send, side-effecting custom-calls),
+are never merged; nor is an instruction with control edges. Identical iota operands of
+one instruction are merged too. Fused computations are included. Not implemented: the
+`only_fusion_computations` and `only_scalars` modes, and kDomain-aware constant merging
+(computations containing domain instructions keep their constants).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.module import Computation, Instruction, Module
+from ..ir.shape import ArrayShape
+from . import register
+from .base import Pass
+from .hlo_graph import Editor, has_side_effect, replace_uses, sort_post_order, xla_post_order
+
+# HloOpcodeIsBinaryCommutative
+COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+# Attributes HloInstruction::Identical does not look at.
+IGNORED_ATTRS = frozenset({"metadata", "frontend_attributes", "statistics", "origin"})
+ZERO_OPERAND_CSE = frozenset({"partition-id", "replica-id"})
+MAX_CONSTANT_BYTES = 1 << 26        # larger constants are not compared (memory)
+
+
+@register
+class HloCSE(Pass):
+    name = "cse"
+
+    def __init__(self, layout_sensitive: bool = False):
+        self.layout_sensitive = layout_sensitive
+
+    def run(self, module: Module, ctx) -> bool:
+        cse = _Cse(self.layout_sensitive)
+        changed = False
+        for comp in list(module.computations):
+            if cse.computation(comp):
+                cse.forget(comp)
+                sort_post_order(comp)
+                changed = True
+        return changed
+
+
+class _Cse:
+    def __init__(self, layout_sensitive: bool):
+        self.layout_sensitive = layout_sensitive
+        self.memo: dict = {}
+        self.fingerprints: dict[Computation, tuple] = {}
+
+    def forget(self, comp: Computation) -> None:
+        """Drop the fingerprints a change to `comp` may have invalidated (its own and
+        those of the fused computations whose operands were deduplicated)."""
+        self.fingerprints.pop(comp, None)
+        for inst in comp.instructions:
+            if inst.opcode == "fusion":
+                for callee in inst.called_computations():
+                    self.fingerprints.pop(callee, None)
+
+    def shape_key(self, shape) -> str:
+        return str(shape) if self.layout_sensitive else shape.no_layout()
+
+    # -- constants ---------------------------------------------------------------
+    def combine_constants(self, comp: Computation, editor: Editor) -> bool:
+        if any(i.opcode == "domain" for i in comp.instructions):
+            return False
+        seen: dict = {}
+        combined = False
+        for inst in list(comp.instructions):
+            if inst.opcode != "constant":
+                continue
+            key = self.constant_key(inst)
+            if key is None:
+                continue
+            first = seen.setdefault(key, inst)
+            if first is inst or editor.has_deps(inst):
+                continue
+            replace_uses(inst, first)
+            editor.gone.add(inst)
+            combined = True
+        return combined
+
+    def constant_key(self, inst: Instruction):
+        value = _literal_bytes(inst.shape, inst.literal)
+        return None if value is None else (self.shape_key(inst.shape), value)
+
+    # -- instructions ----------------------------------------------------------------
+    def computation(self, comp: Computation) -> bool:
+        editor = Editor(comp)
+        changed = self.combine_constants(comp, editor)
+        editor.flush()
+        order = xla_post_order(comp)
+        position = {inst: n for n, inst in enumerate(order)}
+        representatives: dict = {}
+        for inst in order:
+            if not editor.alive(inst):
+                continue
+            if not inst.operands and inst.opcode not in ZERO_OPERAND_CSE:
+                continue
+            if has_side_effect(inst, self.memo):
+                continue
+            key = self.instruction_key(inst, position)
+            rep = representatives.get(key)
+            if rep is None or not editor.alive(rep):     # (a representative can die)
+                representatives[key] = inst
+                changed |= self.merge_iota_operands(inst, editor)
+                continue
+            if editor.has_deps(inst):
+                continue
+            replace_uses(inst, rep)
+            editor.remove_with_unused_operands(inst, self.memo)
+            changed = True
+        editor.flush()
+        return changed
+
+    def merge_iota_operands(self, inst: Instruction, editor: Editor) -> bool:
+        changed = False
+        for i, a in enumerate(inst.operands):
+            if a.opcode != "iota":
+                continue
+            for j in range(i + 1, len(inst.operands)):
+                b = inst.operands[j]
+                if b is a or b.opcode != "iota" or self.iota_key(a) != self.iota_key(b):
+                    continue
+                inst.set_operand(j, a)
+                changed = True
+                if editor.is_dead(b) and editor.safely_removable(b):
+                    editor.gone.add(b)
+        return changed
+
+    def iota_key(self, inst: Instruction):
+        return ("iota", inst.attrs.get("iota_dimension"), self.shape_key(inst.shape))
+
+    def operand_key(self, op: Instruction, position: dict):
+        return self.iota_key(op) if op.opcode == "iota" else ("op", position.get(op, -1), id(op))
+
+    def instruction_key(self, inst: Instruction, position: dict):
+        operands = [self.operand_key(o, position) for o in inst.operands]
+        if inst.opcode in COMMUTATIVE and len(operands) == 2:
+            operands.sort()
+        return (inst.opcode, self.shape_key(inst.shape), tuple(operands),
+                self.attrs_key(inst))
+
+    def attrs_key(self, inst: Instruction) -> tuple:
+        items = []
+        index = inst.opdef.attr_index
+        for name, value in inst.attrs.items():
+            if name in IGNORED_ATTRS:
+                continue
+            spec = index.get(name)
+            if spec is not None and spec.default is not None and value == spec.default:
+                continue
+            items.append((name, self.value_key(value)))
+        items.sort(key=lambda kv: kv[0])
+        return tuple(items)
+
+    def value_key(self, value):
+        if isinstance(value, Computation):
+            return ("computation", self.fingerprint(value))
+        if isinstance(value, (tuple, list)):
+            return tuple(self.value_key(v) for v in value)
+        try:
+            hash(value)
+        except TypeError:
+            return repr(value)
+        return value
+
+    def fingerprint(self, comp: Computation) -> tuple:
+        """HloComputation::operator== as a key: the instructions reachable from the root,
+        in post order, with shapes (layouts included), attributes and operand positions."""
+        fp = self.fingerprints.get(comp)
+        if fp is not None:
+            return fp
+        order = _reachable_post_order(comp.root)
+        position = {inst: n for n, inst in enumerate(order)}
+        saved, self.layout_sensitive = self.layout_sensitive, True
+        try:
+            rows = []
+            for inst in order:
+                extra = None
+                if inst.opcode == "parameter":
+                    extra = inst.parameter_number
+                elif inst.opcode == "constant":
+                    extra = _literal_bytes(inst.shape, inst.literal, limit=None) \
+                        or inst.literal.to_text()
+                rows.append((inst.opcode, str(inst.shape),
+                             tuple(position[o] for o in inst.operands),
+                             self.attrs_key(inst), extra))
+        finally:
+            self.layout_sensitive = saved
+        fp = (comp.execution_thread, tuple(rows))
+        self.fingerprints[comp] = fp
+        return fp
+
+
+def _reachable_post_order(root: Instruction) -> list[Instruction]:
+    done: set = set()
+    out: list[Instruction] = []
+    stack = [(root, 0)]
+    done.add(root)
+    while stack:
+        inst, i = stack[-1]
+        if i < len(inst.operands):
+            stack[-1] = (inst, i + 1)
+            op = inst.operands[i]
+            if op not in done:
+                done.add(op)
+                stack.append((op, 0))
+        else:
+            stack.pop()
+            out.append(inst)
+    return out
+
+
+def _literal_bytes(shape, literal, limit: int | None = MAX_CONSTANT_BYTES):
+    """The literal's value as bytes (tuples element-wise); None when not comparable."""
+    if literal is None:
+        return None
+    if isinstance(shape, ArrayShape):
+        if not shape.dtype.is_array:
+            return None
+        if limit is not None and shape.size * max(1, shape.dtype.bits // 8) > limit:
+            return None
+        value = np.ascontiguousarray(np.asarray(literal.value))
+        return (str(value.dtype), value.shape, value.tobytes())
+    elements = getattr(shape, "elements", None)
+    if elements is None or not isinstance(literal.value, tuple):
+        return None
+    parts = []
+    for sub_shape, sub_value in zip(elements, literal.value):
+        sub = _literal_bytes(sub_shape, _Value(sub_value), limit)
+        if sub is None:
+            return None
+        parts.append(sub)
+    return tuple(parts)
+
+
+class _Value:
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value

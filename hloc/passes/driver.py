@@ -1,0 +1,67 @@
+"""`optimize(module, ...)`: what `hloc opt` does to one module, as a library call.
+
+Runs a pipeline (XLA:CPU's shape by default, or hlo-opt's "transforms_pipeline" of
+named passes) under a PassContext that verifies after every change, times passes and
+writes dumps. A module that is already optimized (`is_scheduled=true`, or containing
+fusion instructions) is left alone unless forced, as XLA's CPU compiler skips the HLO
+passes for scheduled modules. Afterwards every computation the passes touched is put
+in XLA's post order (MakeInstructionPostOrder), the order HloModule::ToString prints,
+so the output reads like an XLA dump; untouched computations keep their text order.
+Computations called by fusion instructions are marked as fusion computations first (XLA's
+parser does so; passes skip or treat them specially).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir.module import Module
+from .base import Pass, PassContext
+from .hlo_graph import fusion_computations, snapshot, sort_post_order
+
+
+@dataclass
+class OptResult:
+    changed: bool = False
+    skipped: str | None = None          # why no pass ran, when none did
+    timings: dict = field(default_factory=dict)
+
+
+def already_optimized(module: Module) -> str | None:
+    """Why `module` looks like XLA's optimized output (None when it does not)."""
+    if module.is_scheduled():
+        return "is_scheduled=true"
+    for comp in module.computations:
+        for inst in comp.instructions:
+            if inst.opcode == "fusion":
+                return f"it has fusion instructions (%{inst.name})"
+    return None
+
+
+def optimize(module: Module, pipeline: Pass | None, *, verify_each: bool = True,
+             check_no_change: bool = False, disabled=(), dumper=None,
+             force: bool = False) -> OptResult:
+    """Run `pipeline` (None: no passes) on `module` in place."""
+    result = OptResult()
+    if dumper is not None:
+        dumper.before_optimizations(module)
+    reason = None if force else already_optimized(module)
+    if reason is not None:
+        result.skipped = f"input is already optimized ({reason})"
+    elif pipeline is not None:
+        for comp in fusion_computations(module):   # as XLA's parser marks them
+            comp.is_fusion_computation = True
+        if verify_each:
+            from ..verifier import verify
+            verify(module)
+        ctx = PassContext(verify_each=verify_each, check_no_change=check_no_change,
+                          disabled=frozenset(disabled), dumper=dumper)
+        before = snapshot(module)
+        result.changed = ctx.run_pass(pipeline, module)
+        result.timings = ctx.timings
+        after = snapshot(module)
+        for comp, shape in after.items():
+            if before.get(comp) != shape:
+                sort_post_order(comp)
+    if dumper is not None:
+        dumper.after_optimizations(module)
+    return result
