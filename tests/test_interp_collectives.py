@@ -114,3 +114,14 @@ ENTRY e { x = f32[6,2] parameter(0)
     two = text.replace("replica_groups={{0}}", "replica_groups={{0,1}}")
     with pytest.raises(UnsupportedError, match="ragged-all-to-all needs 2 devices"):
         Interpreter(hloc.parse(two)).run([x, o])
+
+
+@pytest.mark.parametrize("body", [
+    "ROOT r = f32[8] all-gather-start(x), dimensions={0}",
+    "ROOT r = f32[4] reduce-scatter(x), dimensions={1}, to_apply=add",
+    "ROOT r = f32[4] collective-permute-start(x), source_target_pairs={{0,0}}",
+    "ROOT r = f32[2] all-reduce(x), to_apply=add",
+])
+def test_shapes_the_verifier_rejects_are_unsupported(body):
+    with pytest.raises(UnsupportedError, match="verifier rejects"):
+        run(body)

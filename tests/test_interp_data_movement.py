@@ -412,3 +412,23 @@ ENTRY e {{ x = s32[] constant(5)
   ROOT s = s32[] scatter(x, i, u), update_window_dims={{}}, inserted_window_dims={{}}, scatter_dims_to_operand_dims={{}}, index_vector_dim=0, to_apply=f }}""")
     assert out.shape == () and out.dtype == np.int32
     assert out == (12 if combiner == "add" else -2)
+
+
+def test_zero_size_iota_with_a_huge_dimension_allocates_nothing():
+    out = run("""HloModule m
+ENTRY e { ROOT i = f32[1000000000000,0] iota(), iota_dimension=0 }""")
+    assert out.shape == (10**12, 0) and out.dtype == np.float32
+
+
+@pytest.mark.parametrize("body", [
+    "ROOT c = f32[3,2] concatenate(f32[2,1] a, f32[3,1] b), dimensions={1}",
+    "ROOT c = f32[2,1] copy-start(f32[2,1] a)",
+])
+def test_shapes_the_verifier_rejects_are_unsupported_not_crashes(body):
+    from hloc.diagnostics import UnsupportedError
+    text = f"""HloModule m
+ENTRY e {{ a = f32[2,1] parameter(0)
+  b = f32[3,1] parameter(1)
+  {body} }}"""
+    with pytest.raises(UnsupportedError, match="verifier rejects"):
+        run(text, np.zeros((2, 1), np.float32), np.zeros((3, 1), np.float32))

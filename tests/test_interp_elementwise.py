@@ -734,3 +734,16 @@ ENTRY e {
     from hloc.interp import TOKEN
     assert out[0].tolist() == [1, 2] and out[0] is not x and out[0].dtype == np.float32
     assert out[1][0] == 3 and out[1][0].dtype == np.int32 and out[1][1] is TOKEN
+
+
+def test_mixed_precision_binary_computes_in_the_result_type():
+    out = _run_module("""HloModule m
+ENTRY e {
+  x = f16[] constant(inf)
+  y = f32[] parameter(0)
+  a = f32[] minimum(x, y)
+  b = f32[] add(y, x)
+  ROOT t = (f32[], f32[]) tuple(a, b)
+}""", np.float32(0.1))
+    assert [o.dtype for o in out] == [np.float32, np.float32]
+    assert out[0] == np.float32(0.1) and out[1] == INF

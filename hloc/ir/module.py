@@ -29,8 +29,12 @@ class Instruction:
         self.parameter_number = -1     # parameter: its index
         self.control_predecessors: list[Instruction] = []
         self.is_root_marked = False
-        for op in dict.fromkeys(self.operands):   # a user is listed once, however often it uses op
-            op.users.append(self)
+        ops = self.operands
+        if len(ops) == 1:
+            ops[0].users.append(self)
+        elif ops:
+            for op in dict.fromkeys(ops):   # a user is listed once, however often it uses op
+                op.users.append(self)
 
     @property
     def opcode(self) -> str:

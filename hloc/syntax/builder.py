@@ -193,25 +193,27 @@ class Builder:
                     f"The declared operand shape {orec.shape} is not compatible with the "
                     f"shape of the operand instruction {op.shape}.", orec.shape_pos)
             operands.append(op)
-        if opdef.name == "parameter" and param_number is None:
+        opname = opdef.name
+        if param_number is None and opname == "parameter":
             raise self.error("expects integer", irec.opcode_pos + len(irec.opcode) + 1)
-        if opdef.name == "constant" and irec.literal is None:
+        if irec.literal is None and opname == "constant":
             raise self.error("expects literal", irec.opcode_pos + len(irec.opcode) + 1)
-        if not opdef.arity_ok(len(operands)):
+        arity = opdef.arity
+        if arity is not None and arity != len(operands) and not opdef.arity_ok(len(operands)):
             raise self.error(
-                f"{opdef.name} expects {opdef.arity_text()} operand(s), but has "
+                f"{opname} expects {opdef.arity_text()} operand(s), but has "
                 f"{len(operands)}", irec.opcode_pos)
-        attrs = self.build_attrs(opdef, irec)
-        if opdef.name == "fusion":
+        attrs = self.build_attrs(opdef, irec) if irec.attrs or opdef.required_attrs else {}
+        if opname == "fusion":
             attrs["calls"].is_fusion_computation = True
-        inst = Instruction(name, opdef, irec.shape, operands, attrs, loc=irec.pos)
+        inst = Instruction(name, opdef, irec.shape, operands, attrs, irec.pos)
         if param_number is not None:
             self._add_parameter(inst, param_number, irec)
         if irec.literal is not None:
             self._set_literal(inst, irec)
         if inst.shape is None:
             inst.shape = self.infer_shape(inst, irec)
-        if opdef.name in ("async-update", "async-done"):
+        if opname == "async-update" or opname == "async-done":
             self._check_async_continuation(inst, irec)
         if opdef.parse_check is not None:
             problem = opdef.parse_check(inst)
@@ -222,7 +224,7 @@ class Builder:
                                irec.pos)
                     raise self.error(msg, pos)
                 raise self.error(problem, self.after(irec))
-        preds = attrs.pop("control-predecessors", None)
+        preds = attrs.pop("control-predecessors", None) if attrs else None
         if preds:
             for pname in preds:
                 p = self._names.get(pname.lstrip("%"))
