@@ -1,0 +1,51 @@
+"""Dev-extra check: XLA's own parser (jaxlib) reads what `hloc opt` prints.
+
+Runs only where jaxlib is installed (`pip install -e '.[dev]'`); XLA's parser can abort the
+process on malformed input, so it runs in a subprocess.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+import hloc
+from hloc.passes import default_pipeline
+from hloc.passes.driver import optimize
+
+from corpus import TESTDATA
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("jaxlib") is None,
+                                reason="jaxlib (dev extra) not installed")
+
+_CHECK = """
+import json, sys
+import jaxlib._hlo as h
+results = {}
+for path in json.load(sys.stdin):
+    try:
+        h.hlo_module_from_text(open(path).read())
+        results[path] = "ok"
+    except Exception as e:  # XLA's parser reports any problem as an exception
+        results[path] = str(e)[:300]
+print(json.dumps(results))
+"""
+
+
+def test_xla_parses_optimized_dumps(tmp_path):
+    paths = []
+    for src in sorted((TESTDATA / "dumps").glob("*.before_optimizations.hlo")):
+        module = hloc.parse(src.read_text(), str(src))
+        optimize(module, default_pipeline(), verify_each=False)
+        out = tmp_path / src.name.replace("before", "after_hloc")
+        out.write_text(hloc.to_text(module))
+        paths.append(str(out))
+    proc = subprocess.run([sys.executable, "-c", _CHECK], input=json.dumps(paths),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads(proc.stdout)
+    bad = {p: r for p, r in results.items() if r != "ok"}
+    assert not bad, bad
