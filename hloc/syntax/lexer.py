@@ -62,15 +62,6 @@ _SKIP_RE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
 # braces, a string, or a plain word not followed by brackets; else the general scanner.
 _FAST_ATTR_RE = re.compile(
     rf"""[ \t]*,[ \t]*({_IDENT})=(\{{(?:[^{{}}"']++|"(?:[^"\\]++|\\.)*+")*+\}}|"(?:[^"\\\n]++|\\.)*+"|[\w%.\-?>]++(?![\[{{(<=:"']))""")
-# A whole fast-path instruction in one match: the head plus a run of simple attributes
-# (group 6); _ATTR_PAIR_RE then splits that run. Anything else falls back per attribute.
-_FAST_VALUE = (r"""\{(?:[^{}"']++|"(?:[^"\\]++|\\.)*+")*+\}|"(?:[^"\\\n]++|\\.)*+"|"""
-               r"""[\w%.\-?>]++(?![\[{(<=:"'])""")
-_INSTR_RE = re.compile(
-    rf"(ROOT\s+)?(%?{_IDENT})[ \t]*=[ \t]*(?:({_ARRAY_SHAPE}|{_TUPLE_SHAPE})[ \t]+)?"
-    rf"([a-z][a-z0-9\-]*)\(([^()]*)\)"
-    rf"((?:[ \t]*,[ \t]*{_IDENT}=(?:{_FAST_VALUE}))*+)\s*")
-_ATTR_PAIR_RE = re.compile(rf"[ \t]*,[ \t]*({_IDENT})=({_FAST_VALUE})")
 _ATTR_START_RE = re.compile(rf",\s*(?:/\*.*?\*/\s*)*({_IDENT})=", re.S)
 _IDENT_RE = re.compile(rf"%?{_IDENT}")
 _NUMBER_RE = re.compile(
@@ -380,15 +371,14 @@ class Lexer:
         fast_attr = _FAST_ATTR_RE.match
         instrs = []
         append = instrs.append
-        instr = _INSTR_RE.match
-        pairs = _ATTR_PAIR_RE.finditer
+        head = _HEAD_RE.match
         p = skip(text, pos + 1).end()
         while True:
             if p >= end:
                 return None
             if text[p] == "}":
                 return Tok("BODY", (instrs, p + 1), pos) if instrs else None
-            m = instr(text, p)
+            m = head(text, p)
             if m is None or m.end() > end:
                 return None
             args = m.group(5)
@@ -397,29 +387,27 @@ class Lexer:
                     m.group(4) not in ("constant", "parameter"):
                 return None
             p = m.end()
-            run = m.group(6)
-            if run:
-                off = m.start(6)
-                attrs = [(a.group(1), a.group(2), off + a.start(2)) for a in pairs(run)]
-            else:
-                attrs = []
-            if text.startswith(",", p):      # an attribute the fast pattern can't take
-                while True:
-                    a = _ATTR_START_RE.match(text, p)
-                    if a is None:
-                        break
-                    vstart = skip(text, a.end()).end()
-                    vend = self.scan_value(vstart, a.group(1))
-                    attrs.append((a.group(1), text[vstart:vend], vstart))
-                    p = vend
-                    f = fast_attr(text, p)
-                    while f is not None:
-                        attrs.append((f.group(1), f.group(2), f.start(2)))
-                        p = f.end()
-                        f = fast_attr(text, p)
-                    p = skip(text, p).end()
-                    if not text.startswith(",", p):
-                        break
+            attrs = []
+            a = fast_attr(text, p)
+            while a is not None:
+                attrs.append((a.group(1), a.group(2), a.start(2)))
+                p = a.end()
+                a = fast_attr(text, p)
+            p = skip(text, p).end()
+            while text.startswith(",", p):      # an attribute the fast pattern can't take
+                a = _ATTR_START_RE.match(text, p)
+                if a is None:
+                    break
+                vstart = skip(text, a.end()).end()
+                vend = self.scan_value(vstart, a.group(1))
+                attrs.append((a.group(1), text[vstart:vend], vstart))
+                p = vend
+                a = fast_attr(text, p)
+                while a is not None:
+                    attrs.append((a.group(1), a.group(2), a.start(2)))
+                    p = a.end()
+                    a = fast_attr(text, p)
+                p = skip(text, p).end()
             append((m, attrs))
 
     def _signature(self, pos: int):
