@@ -196,8 +196,8 @@ ENTRY e { x = f32[3,8] parameter(0)
 # ---------------------------------------------------------------------------
 # triangular-solve, cholesky
 
-@pytest.mark.parametrize("left,lower,unit,trans", itertools.product(
-    [True, False], [True, False], [True, False], ["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"]))
+@pytest.mark.parametrize("left,lower,unit,trans", list(itertools.product(
+    [True, False], [True, False], [True, False], ["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"])))
 def test_triangular_solve_all_variants(left, lower, unit, trans):
     n = 4
     a = RNG.standard_normal((2, n, n)) + 1j * RNG.standard_normal((2, n, n)) + 4 * np.eye(n)
