@@ -27,6 +27,12 @@ class _Group(click.Group):
                 raise
             click.echo("error: input nests too deeply", err=True)
             ctx.exit(2)
+        except MemoryError:
+            if ctx.params.get("debug"):
+                raise
+            click.echo("error: out of memory (a value in this module is too large for this "
+                       "machine)", err=True)
+            ctx.exit(4)
 
 
 @click.group(cls=_Group)

@@ -15,6 +15,22 @@ from ..ir.module import Computation, Instruction, Module
 from ..ops import REGISTRY
 
 
+_SIZES: dict = {}
+
+
+def _nbytes(shape) -> int:
+    """Bytes a value of `shape` takes (all tuple leaves), memoised by shape."""
+    n = _SIZES.get(shape)
+    if n is None:
+        n = 0
+        for leaf in shape.leaves():
+            if leaf.dtype.np is not None:
+                n += max(leaf.size, 0) * leaf.dtype.np.itemsize
+        if len(_SIZES) < 65536:
+            _SIZES[shape] = n
+    return n
+
+
 class _Token:
     def __repr__(self):
         return "token"
@@ -62,8 +78,13 @@ def unsupported(inst: Instruction, what: str | None = None) -> UnsupportedError:
 
 
 class Interpreter:
-    def __init__(self, module: Module, *, seed: int = 42):
+    # One value may not exceed this (a dump can declare any shape; refusing beats being
+    # killed by the system for memory).
+    MAX_VALUE_BYTES = 4 << 30
+
+    def __init__(self, module: Module, *, seed: int = 42, max_value_bytes: int | None = None):
         self.module = module
+        self.max_value_bytes = max_value_bytes or self.MAX_VALUE_BYTES
         self.rng = np.random.default_rng(seed)
         self.ctx = EvalContext(self)
 
@@ -74,6 +95,9 @@ class Interpreter:
         env: dict[int, object] = {}
         ctx = self.ctx
         for inst in comp.instructions:
+            if _nbytes(inst.shape) > self.max_value_bytes:
+                raise unsupported(inst, f"a result of {_nbytes(inst.shape)} bytes (more than "
+                                        f"{self.max_value_bytes} bytes in one value)")
             env[id(inst)] = self._eval(inst, env, args, ctx)
         return env[id(comp.root)]
 
