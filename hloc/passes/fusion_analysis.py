@@ -50,12 +50,8 @@ def is_complex(shape) -> bool:
 
 
 def unique_users(inst) -> list:
-    seen, out = set(), []
-    for u in inst.users:
-        if id(u) not in seen:
-            seen.add(id(u))
-            out.append(u)
-    return out
+    # Users lists hold each user once (hloc.ir.module keeps them so on every mutation).
+    return list(inst.users)
 
 
 def unique_operands(inst) -> list:
