@@ -12,6 +12,7 @@ from ..ops import REGISTRY
 from .module import Computation, Instruction, Module
 
 _SUFFIX = re.compile(r"^(.*)\.(\d+)$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
 class NameUniquer:
@@ -27,7 +28,9 @@ class NameUniquer:
                     self._used.add(inst.name)
 
     def unique(self, name: str) -> str:
-        name = re.sub(r"[^A-Za-z0-9_.\-]", "_", name) or "_"
+        if _UNSAFE.search(name):
+            name = _UNSAFE.sub("_", name)
+        name = name or "_"
         if name[0].isdigit():
             name = "_" + name
         if name not in self._used:
