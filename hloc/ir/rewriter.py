@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from ..ops import REGISTRY
+from ..ops import has_side_effect as _own_side_effect
 from .module import Computation, Instruction, Module
 
 _SUFFIX = re.compile(r"^(.*)\.(\d+)$")
@@ -90,9 +91,29 @@ def replace_instruction(old: Instruction, new: Instruction) -> None:
         comp.remove_instruction(old)
 
 
-def has_side_effect(inst: Instruction) -> bool:
-    from ..ops import has_side_effect as op_side_effect
-    return op_side_effect(inst)
+def has_side_effect(inst: Instruction, memo: dict | None = None) -> bool:
+    """HloInstruction::HasSideEffect: the instruction's own side effect or one anywhere in
+    the computations it calls. `memo` (computation -> bool) can be shared across calls."""
+    if _own_side_effect(inst):
+        return True
+    called = inst.called_computations()
+    if not called:
+        return False
+    if memo is None:
+        memo = {}
+    return any(computation_has_side_effect(c, memo) for c in called)
+
+
+def computation_has_side_effect(comp: Computation, memo: dict | None = None) -> bool:
+    """HloComputation::HasSideEffect (recursing into called computations)."""
+    if memo is None:
+        memo = {}
+    if comp in memo:
+        return memo[comp]
+    memo[comp] = False                       # guards against call cycles
+    result = any(has_side_effect(i, memo) for i in comp.instructions)
+    memo[comp] = result
+    return result
 
 
 def post_order(comp: Computation) -> list[Instruction]:

@@ -19,9 +19,10 @@ from ..ir.rewriter import post_order
 from ..ir.shape import ArrayShape, TupleShape
 from . import PassContext, register
 from .base import Pass
+from ..ir.rewriter import has_side_effect
 from .simplify_util import (Builder, clone_computation, control_targets,
-                            inline_computation, instruction_has_side_effect,
-                            remove_unreachable_computations, replace, scalar_value)
+                            inline_computation, remove_unreachable_computations, replace,
+                            scalar_value)
 
 _CHANNEL = ("send", "recv", "send-done", "recv-done", "all-reduce", "all-gather",
             "all-to-all", "reduce-scatter", "collective-permute", "collective-broadcast")
@@ -139,7 +140,7 @@ def _try_remove(cond: Instruction) -> bool:
     """TryRemoveConditional."""
     comp = cond.parent
     if cond.control_predecessors or id(cond) in control_targets(comp) or \
-            instruction_has_side_effect(cond):
+            has_side_effect(cond):
         return False
     bs = branches(cond)
     if len(bs) == 1:

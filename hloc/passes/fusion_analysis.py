@@ -8,7 +8,7 @@ duplication limit. Used by fusion_decisions.py (the rules) and fusion.py (the pa
 """
 from __future__ import annotations
 
-from ..ops import has_side_effect
+from ..ir.rewriter import has_side_effect
 from ..ops.base import ELEMENTWISE
 
 # HloInstruction::UseKind, ordered as XLA orders it (the lattice meet is `min`).
@@ -159,24 +159,6 @@ def post_order_from(root) -> list:
     return out
 
 
-def side_effecting(inst) -> bool:
-    """HloInstruction::HasSideEffect (the instruction or anything it calls)."""
-    if has_side_effect(inst):
-        return True
-    stack = list(inst.called_computations())
-    seen = set()
-    while stack:
-        comp = stack.pop()
-        if id(comp) in seen:
-            continue
-        seen.add(id(comp))
-        for i in comp.instructions:
-            if has_side_effect(i):
-                return True
-            stack.extend(i.called_computations())
-    return False
-
-
 def is_fusible(inst) -> bool:
     """HloInstruction::IsFusible."""
     op = inst.opcode
@@ -186,7 +168,7 @@ def is_fusible(inst) -> bool:
         return True
     if op == "rng":
         return len(unique_users(inst)) <= 1
-    return not side_effecting(inst)
+    return not has_side_effect(inst)
 
 
 # ---------------------------------------------------------------------------

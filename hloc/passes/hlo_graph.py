@@ -1,7 +1,6 @@
 """Graph facts and edits the structural passes share, each mirroring one XLA routine.
 
-`has_side_effect` is HloInstruction::HasSideEffect (recursing into called
-computations); an `Editor` holds a computation's control successors (the IR does not
+An `Editor` (using hloc.ir.rewriter.has_side_effect, XLA's recursive HasSideEffect) holds a computation's control successors (the IR does not
 store them) and batches removals (`Editor.remove_with_unused_operands` is
 HloComputation::RemoveInstructionAndUnusedOperands);
 `replace_uses` is ReplaceAllUsesWith (fusion users get their duplicate operands merged,
@@ -17,29 +16,10 @@ import re
 from collections import deque
 
 from ..ir.module import Computation, Instruction, Module
-from ..ir.rewriter import uniquer
-from ..ops import has_side_effect as _own_side_effect
+from ..ir.rewriter import has_side_effect, uniquer
 
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 ASYNC_OPS = frozenset({"async-start", "async-update", "async-done"})
-
-
-def has_side_effect(inst: Instruction, memo: dict | None = None) -> bool:
-    """The instruction's own side effect or one in any computation it calls."""
-    if _own_side_effect(inst):
-        return True
-    return any(computation_has_side_effect(c, memo) for c in inst.called_computations())
-
-
-def computation_has_side_effect(comp: Computation, memo: dict | None = None) -> bool:
-    if memo is not None and comp in memo:
-        return memo[comp]
-    if memo is not None:
-        memo[comp] = False                       # guards against call cycles
-    result = any(has_side_effect(i, memo) for i in comp.instructions)
-    if memo is not None:
-        memo[comp] = result
-    return result
 
 
 def fusion_computations(module: Module) -> set:

@@ -152,7 +152,7 @@ def is_removable(inst: Instruction) -> bool:
     comp = inst.parent
     return (comp is not None and not inst.users and inst is not comp.root
             and inst.opcode != "parameter" and not inst.control_predecessors
-            and not instruction_has_side_effect(inst))
+            and not has_side_effect(inst))
 
 
 def remove_if_dead(inst: Instruction, control_targets: set | None = None) -> None:
@@ -436,27 +436,6 @@ def callers(module: Module) -> dict[int, list[Instruction]]:
     return out
 
 
-def computation_has_side_effect(comp: Computation, _seen=None) -> bool:
-    """HloComputation::HasSideEffect (recursing into called computations)."""
-    seen = _seen if _seen is not None else set()
-    if id(comp) in seen:
-        return False
-    seen.add(id(comp))
-    for inst in comp.instructions:
-        if has_side_effect(inst):
-            return True
-        for c in inst.called_computations():
-            if computation_has_side_effect(c, seen):
-                return True
-    return False
-
-
-def instruction_has_side_effect(inst: Instruction) -> bool:
-    """HloInstruction::HasSideEffect: its own or any called computation's."""
-    return has_side_effect(inst) or any(computation_has_side_effect(c)
-                                        for c in inst.called_computations())
-
-
 def dce(module: Module) -> bool:
     """HloDCE: remove dead instructions everywhere, then unreachable computations."""
     changed = False
@@ -464,7 +443,7 @@ def dce(module: Module) -> bool:
         targets = control_targets(comp)
         for inst in reversed(list(comp.instructions)):
             if inst.parent is comp and not inst.users and inst is not comp.root and \
-                    id(inst) not in targets and not instruction_has_side_effect(inst):
+                    id(inst) not in targets and not has_side_effect(inst):
                 before = len(comp.instructions)
                 remove_if_dead(inst, targets)
                 changed |= len(comp.instructions) != before

@@ -23,10 +23,10 @@ from ..ir.rewriter import add_instruction, post_order, uniquer
 from ..ir.shape import ArrayShape, TupleShape
 from . import PassContext, register
 from .base import Pass
+from ..ir.rewriter import computation_has_side_effect, has_side_effect
 from .simplify_util import (Builder, NotConstant, add_parameter, callers,
-                            clone_instruction, computation_has_side_effect, constant_array,
-                            control_targets, dce, evaluate, inline_computation,
-                            instruction_has_side_effect, replace)
+                            clone_instruction, constant_array, control_targets, dce, evaluate,
+                            inline_computation, replace)
 
 _SEND_RECV = ("send", "send-done", "recv", "recv-done")
 
@@ -207,7 +207,7 @@ def _dead_params(w: Instruction) -> list[int] | None:
                         acc |= deps.get(id(o), frozenset())
                         union(o, inst)
                 deps[id(inst)] = frozenset(acc)
-            if instruction_has_side_effect(inst) or inst is cond.root:
+            if has_side_effect(inst) or inst is cond.root:
                 sinks.append(inst)
     side = set()
     for s in sinks:
