@@ -327,88 +327,57 @@ class Lexer:
             pos = after
 
     def _fast_instruction(self, pos: int):
-        """(head match, [(attr, value text, value pos)], end) for an instruction in the
-        common form `ROOT? %name = shape opcode(simple operands), attr=value...`, else
-        None (the grammar's long rule takes it)."""
+        """(head match, [(attr, value text, value pos)], next token) for an instruction
+        in the common form `ROOT? %name = shape opcode(simple operands), attr=value...`,
+        else None (the grammar's long rule takes it)."""
         text = self.text
         m = _HEAD_RE.match(text, pos)
         if m is None or m.end() > self.end:
             return None
-        if m.group(4) not in ("constant", "parameter") and \
-                not _SIMPLE_ARGS_RE.fullmatch(m.group(5)):
+        args = m.group(5)
+        # Bare names need no check here: a malformed one fails the builder's lookup.
+        if ("[" in args or "/" in args) and not _SIMPLE_ARGS_RE.fullmatch(args) and \
+                m.group(4) not in ("constant", "parameter"):
             return None
-        pos = m.end()
-        attrs = []
-        fast_attr = _FAST_ATTR_RE.match
-        while True:
-            a = fast_attr(text, pos)
-            if a is not None:
-                attrs.append((a.group(1), a.group(2), a.start(2)))
-                pos = a.end()
-                continue
-            pos = _SKIP_RE.match(text, pos).end()
-            if not text.startswith(",", pos):
-                break
-            a = _ATTR_START_RE.match(text, pos)
-            if a is None:
-                break
-            name = a.group(1)
-            vstart = _SKIP_RE.match(text, a.end()).end()
-            vend = self.scan_value(vstart, name)
-            attrs.append((name, text[vstart:vend], vstart))
-            pos = vend
-        return m, attrs, pos        # pos: the next token (whitespace skipped)
-
-    def _fast_body(self, pos: int):
-        """A computation body `{ ... }` whose instructions all take the fast path, as one
-        BODY token: value ([(head match, attrs)], end). None if any instruction needs the
-        grammar's long rule (the body is then lexed token by token)."""
-        # The loop body is _fast_instruction inlined: this is the hottest loop of a parse.
-        text = self.text
-        end = self.end
         skip = _SKIP_RE.match
-        simple_args = _SIMPLE_ARGS_RE.fullmatch
         fast_attr = _FAST_ATTR_RE.match
-        instrs = []
-        append = instrs.append
-        head = _HEAD_RE.match
-        p = skip(text, pos + 1).end()
+        p = m.end()
+        attrs = []
         while True:
-            if p >= end:
-                return None
-            if text[p] == "}":
-                return Tok("BODY", (instrs, p + 1), pos) if instrs else None
-            m = head(text, p)
-            if m is None or m.end() > end:
-                return None
-            args = m.group(5)
-            # Bare names need no check here: a malformed one fails the builder's lookup.
-            if ("[" in args or "/" in args) and not simple_args(args) and \
-                    m.group(4) not in ("constant", "parameter"):
-                return None
-            p = m.end()
-            attrs = []
             a = fast_attr(text, p)
             while a is not None:
                 attrs.append((a.group(1), a.group(2), a.start(2)))
                 p = a.end()
                 a = fast_attr(text, p)
             p = skip(text, p).end()
-            while text.startswith(",", p):      # an attribute the fast pattern can't take
-                a = _ATTR_START_RE.match(text, p)
-                if a is None:
-                    break
-                vstart = skip(text, a.end()).end()
-                vend = self.scan_value(vstart, a.group(1))
-                attrs.append((a.group(1), text[vstart:vend], vstart))
-                p = vend
-                a = fast_attr(text, p)
-                while a is not None:
-                    attrs.append((a.group(1), a.group(2), a.start(2)))
-                    p = a.end()
-                    a = fast_attr(text, p)
-                p = skip(text, p).end()
-            append((m, attrs))
+            if not text.startswith(",", p):
+                return m, attrs, p
+            a = _ATTR_START_RE.match(text, p)    # an attribute the fast pattern can't take
+            if a is None:
+                return m, attrs, p
+            vstart = skip(text, a.end()).end()
+            vend = self.scan_value(vstart, a.group(1))
+            attrs.append((a.group(1), text[vstart:vend], vstart))
+            p = vend
+
+    def _fast_body(self, pos: int):
+        """A computation body `{ ... }` whose instructions all take the fast path, as one
+        BODY token: value ([(head match, attrs)], end). None if any instruction needs the
+        grammar's long rule (the body is then lexed token by token)."""
+        text = self.text
+        end = self.end
+        fast = self._fast_instruction
+        instrs = []
+        p = _SKIP_RE.match(text, pos + 1).end()
+        while p < end:
+            if text[p] == "}":
+                return Tok("BODY", (instrs, p + 1), pos) if instrs else None
+            one = fast(p)
+            if one is None:
+                return None
+            instrs.append(one[:2])
+            p = one[2]
+        return None
 
     def _signature(self, pos: int):
         """`(p: f32[2], q: (s32[], f32[])) -> f32[2]` as one SIGNATURE token:
