@@ -14,7 +14,7 @@ from ..ir import attrs as attr_kinds
 from ..ir.literal import ElidedFiller, ElidedLiteral, LiteralError, parse_literal
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ArrayShape, TupleShape
-from ..ops import GENERIC_ATTRS, REGISTRY, attr_spec
+from ..ops import GENERIC_ATTRS, REGISTRY, async_sugar, attr_spec
 from ..ops.base import ShapeInferenceError
 from .lexer import _SKIP_RE
 from .records import CompRec, InstrRec, ModuleRec
@@ -36,7 +36,6 @@ _GENERIC = {a.name: a for a in GENERIC_ATTRS}
 # Small constants (`constant(0)`, `constant(-inf)`) repeat thousands of times in big dumps.
 _LITERAL_CACHE: dict = {}
 _COMPUTATION_KINDS = ("computation", "computation_list")
-_KINDS = attr_kinds.KINDS
 _NAME_RE = re.compile(r"[A-Za-z_][\w.\-]*")
 
 
@@ -154,11 +153,11 @@ class Builder:
     def build_instruction(self, irec: InstrRec) -> Instruction:
         opdef = REGISTRY.get(irec.opcode)
         if opdef is None:
-            sugar = _async_sugar(irec.opcode)
-            if sugar is None:
+            sugar = async_sugar(irec.opcode)
+            if sugar is None or sugar[0].startswith("async"):
                 raise self.error(f"expects opcode but sees: {irec.opcode} (unknown opcode)",
                                  irec.opcode_pos)
-            return self.build_async_sugar(irec, *sugar)
+            return self.build_async_sugar(irec, sugar[0], sugar[1][len("async-"):])
         name = irec.name or self._unique_anon(irec.opcode)
         if name in self._names:
             raise self.error(f"instruction already exists: {name}", irec.pos)
@@ -239,7 +238,7 @@ class Builder:
     def build_async_sugar(self, irec: InstrRec, base: str, phase: str) -> Instruction:
         """`custom-call-start(...)` etc.: XLA's syntax sugar for async-start/update/done
         wrapping one instruction in its own computation."""
-        from .records import CompRec, OperandRec
+        from .records import OperandRec
         self.module.read_with_async_sugar = True
         thread = [a for a in irec.attrs if a[0] == "async_execution_thread"]
         rest = [a for a in irec.attrs if a[0] != "async_execution_thread"]
@@ -349,10 +348,7 @@ class Builder:
             if aname in attrs:
                 raise self.error(f"attribute {aname} already exists", pos - len(aname) - 1)
             kind = spec.kind
-            try:
-                value = _KINDS[kind].parse(text)
-            except attr_kinds.AttrSyntaxError as e:
-                raise self.error(str(e), pos + e.offset) from None
+            value = self.parse_attr(kind, text, pos)
             if kind in _COMPUTATION_KINDS:
                 value = self.resolve_computations(value, pos)
             attrs[aname] = value
@@ -399,17 +395,6 @@ class Builder:
         if shape is None:
             raise self.error("expects instruction shape", irec.opcode_pos)
         return shape
-
-
-def _async_sugar(opcode: str):
-    """('custom-call', 'start') for `custom-call-start` when that is sugar, else None."""
-    for phase in ("start", "update", "done"):
-        suffix = "-" + phase
-        if opcode.endswith(suffix):
-            base = opcode[:-len(suffix)]
-            if base in REGISTRY and not base.startswith("async"):
-                return base, phase
-    return None
 
 
 def build(rec, source: Source) -> Module:
