@@ -11,6 +11,9 @@ Layout (one job per module):
   conversions.py  convert, bitcast-convert
   structural.py   data movement generators (broadcast ... dynamic-update-slice)
   reductions.py   reduce, dot, map (loops inside generators; inlined to_apply)
+  indexing.py     gather (generator, clamped) and scatter (kernel, dropped windows)
+  windows.py      reduce-window (generator)
+  sorting.py      sort (kernel; comparator inlined)
   kernels.py      one kernel function per fusion / unfused op (work-group ABI)
   buffers.py      buffer plan: aliases, outputs in place, arena reuse by live range
   computation.py  one function per HLO computation; while/conditional/call in LLVM
@@ -21,7 +24,8 @@ Layout (one job per module):
 """
 from __future__ import annotations
 
-from . import conversions, elementwise, reductions, structural  # noqa: F401  (register)
+from . import (conversions, elementwise, indexing, reductions, sorting,  # noqa: F401
+               structural, windows)
 from .context import Options
 from .executable import Executable
 from .jit import lower, optimize

@@ -48,6 +48,11 @@ def emit_kernel(mcx, inst) -> ir.Function:
         env = {k: r for k, r in enumerate(readers)}
         root = comp.root
         gen_of = lambda i: kb.generator(i, env)    # noqa: E731
+        emitter = root.opdef.emit
+        if emitter is not None and emitter.kind == KERNEL:   # e.g. a fused scatter
+            emitter.fn(kb, root, [gen_of(o) for o in root.operands], list(zip(outs, out_shapes)))
+            b.ret_void()
+            return fn
     else:
         root = inst
         emitter = inst.opdef.emit

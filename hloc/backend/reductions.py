@@ -149,7 +149,9 @@ def _emit_dot(kb, inst, ops, index):
     acc.set([s])
     for cm in reversed(stack):
         cm.__exit__(None, None, None)
-    return acc.get()[0]
+    from .types import round_narrow
+    v = acc.get()[0]
+    return round_narrow(b, out_dt, v) if out_dt.kind == "float" else v
 
 
 def _zero(dt):
@@ -163,9 +165,8 @@ def _mul_add(kb, dt, acc, x, y):
         re = b.fsub(b.fmul(x.re, y.re, flags=f), b.fmul(x.im, y.im, flags=f), flags=f)
         im = b.fadd(b.fmul(x.re, y.im, flags=f), b.fmul(x.im, y.re, flags=f), flags=f)
         return Cplx(b.fadd(acc.re, re, flags=f), b.fadd(acc.im, im, flags=f))
-    if dt.kind == "float":
-        from .types import round_narrow
-        return round_narrow(b, dt, b.fadd(acc, b.fmul(x, y, flags=f), flags=f))
+    if dt.kind == "float":      # f16/bf16 accumulate in f32, rounded once at the end
+        return b.fadd(acc, b.fmul(x, y, flags=f), flags=f)
     if dt.kind == "pred":
         return b.or_(acc, b.and_(x, y))
     return b.add(acc, b.mul(x, y))
