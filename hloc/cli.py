@@ -164,7 +164,13 @@ class _RunCommand(click.Command):
 @click.option("--use-large-float-range", is_flag=True,
               help="Fake floats over the whole range instead of [-0.1, 0.2).")
 @click.option("--backend", default="interpreter", show_default=True, metavar="NAME",
-              help="Where to run the module (hloc.runner.BACKENDS; now: interpreter).")
+              help="Where to run the module: interpreter, or cpu (compiled with LLVM).")
+@click.option("--numerics", type=click.Choice(["xla-cpu", "ieee"]), default="xla-cpu",
+              show_default=True, help="Compiled numerics: XLA:CPU's (FTZ, FMA, reassociated "
+                                      "reductions) or IEEE (the interpreter's order).")
+@click.option("--opt/--no-opt", "hlo_opt", default=None,
+              help="cpu: run (or skip) the default HLO pipeline before compiling (default: "
+                   "only for modules that are not optimised yet).")
 @click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
               help="Runs on the same arguments; each is timed on stderr.")
 @click.option("--output", type=click.Path(dir_okay=False),
@@ -177,8 +183,8 @@ class _RunCommand(click.Command):
 @click.option("--print-literals", is_flag=True,
               help="Also print the arguments as '** Argument i **' blocks.")
 @click.option("--no-verify", is_flag=True, help="Skip the HLO verifier.")
-def run(module, inputs, literals, seed, use_large_float_range, backend, iterations, output,
-        as_json, print_values, print_all, print_literals, no_verify):
+def run(module, inputs, literals, seed, use_large_float_range, backend, numerics, hlo_opt,
+        iterations, output, as_json, print_values, print_all, print_literals, no_verify):
     """Run MODULE (HLO text) on inputs or on fake arguments and print the result.
 
     Without --inputs / --input-literal the arguments are made as run_hlo_module's
@@ -207,6 +213,9 @@ def run(module, inputs, literals, seed, use_large_float_range, backend, iteratio
     else:
         from .fake_args import make_fake_arguments
         args = make_fake_arguments(m, seed=seed, use_large_float_range=use_large_float_range)
+    if backend == "cpu":
+        from .cli_backend import configure_cpu
+        configure_cpu(numerics=numerics, opt=hlo_opt)
     runner = get_backend(backend).runner_name
     if print_literals and not as_json:
         click.echo(argument_text(m, args, print_all=print_all))
@@ -223,7 +232,9 @@ def run(module, inputs, literals, seed, use_large_float_range, backend, iteratio
     if output:
         save_outputs(output, result.shape, result.value)
     if as_json:
-        click.echo(json.dumps(result_json(result, print_values=print_values or print_all)))
+        obj = result_json(result, print_values=print_values or print_all)
+        obj.update(getattr(get_backend(backend), "json_extra", dict)())
+        click.echo(json.dumps(obj))
     else:
         if print_literals:
             click.echo(f"** Result with test runner {runner} **")
@@ -231,8 +242,10 @@ def run(module, inputs, literals, seed, use_large_float_range, backend, iteratio
 
 
 def _add_commands() -> None:
+    from .cli_backend import emit_llvm_command
     from .cli_opt import opt
     main.add_command(opt)
+    main.add_command(emit_llvm_command)
 
 
 _add_commands()

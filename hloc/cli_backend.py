@@ -13,8 +13,6 @@ import sys
 
 import click
 
-from .runner import Backend
-
 
 def default_cache_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -32,16 +30,16 @@ def prepare_for_cpu(module, opt: bool | None):
     return module
 
 
-class CpuBackend(Backend):
+class CpuBackend:
+    """hloc.runner's Backend interface (load / prepare / execute) for compiled code."""
+
     name = "cpu"
     runner_name = "CPU"
 
-    def __init__(self, numerics: str = "xla-cpu", opt: bool | None = None, cache_dir=None,
-                 use_cache: bool = True):
+    def __init__(self, numerics: str = "xla-cpu", opt: bool | None = None, cache_dir=None):
         self.numerics = numerics
         self.opt = opt
-        self.cache_dir = cache_dir
-        self.use_cache = use_cache
+        self.cache_dir = cache_dir      # None: no on-disk cache (the library default)
         self.cache_hit = False
 
     def load(self) -> None:
@@ -50,8 +48,7 @@ class CpuBackend(Backend):
     def prepare(self, module, *, seed: int):
         from .backend import compile_module
         prepare_for_cpu(module, self.opt)
-        cache = (self.cache_dir or default_cache_dir()) if self.use_cache else None
-        exe = compile_module(module, numerics=self.numerics, cache_dir=cache)
+        exe = compile_module(module, numerics=self.numerics, cache_dir=self.cache_dir)
         self.cache_hit = exe.cache_hit
         return exe
 
@@ -60,6 +57,12 @@ class CpuBackend(Backend):
 
     def json_extra(self) -> dict:
         return {"numerics": self.numerics, "cache_hit": self.cache_hit}
+
+
+def configure_cpu(*, numerics: str, opt: bool | None) -> None:
+    """The CLI's "cpu" back end: its options and the user's cache directory."""
+    from .runner import BACKENDS
+    BACKENDS["cpu"] = CpuBackend(numerics=numerics, opt=opt, cache_dir=default_cache_dir())
 
 
 @click.command("emit-llvm")

@@ -194,11 +194,22 @@ def _libm_f(name):
     """fn(x) via the f64 libm function, rounded once (the interpreter's rule)."""
     def emit(kb, dt, *xs):
         bb = kb.b
+        if kb.options.xla:     # DAZ also for libm's integer-based subnormal handling
+            xs = [daz(kb, x) for x in xs]
         wide = [bb.fpext(x, F64) if x.type == F32 else x for x in xs]
         f = kb.mcx.libm(name, F64, [F64] * len(xs))
         y = bb.call(f, wide)
         return bb.fptrunc(y, F32) if xs[0].type == F32 else y
     return emit
+
+
+def daz(kb, x):
+    """x, or a zero of its sign when x is subnormal (what DAZ makes of an input)."""
+    bb = kb.b
+    tiny = 1.1754943508222875e-38 if x.type == F32 else 2.2250738585072014e-308
+    absx = _intr("fabs")(kb, None, x)
+    sub = bb.and_(bb.fcmp_ordered("<", absx, _c(tiny, x)), bb.fcmp_ordered("!=", x, _c(0.0, x)))
+    return bb.select(sub, bb.fmul(x, _c(0.0, x)), x)
 
 
 def _intr(name, n=1):
