@@ -13,6 +13,7 @@ Layout (one job per module):
   reductions.py   reduce, dot, map (loops inside generators; inlined to_apply)
   indexing.py     gather (generator, clamped) and scatter (kernel, dropped windows)
   windows.py      reduce-window (generator)
+  convolution.py  convolution (generator; groups, dilations, padding, reversal)
   sorting.py      sort (kernel; comparator inlined)
   kernels.py      one kernel function per fusion / unfused op (work-group ABI)
   buffers.py      buffer plan: aliases, outputs in place, arena reuse by live range
@@ -24,8 +25,8 @@ Layout (one job per module):
 """
 from __future__ import annotations
 
-from . import (conversions, elementwise, indexing, reductions, sorting,  # noqa: F401
-               structural, windows)
+from . import (conversions, convolution, elementwise, indexing, reductions,  # noqa: F401
+               sorting, structural, windows)
 from .context import Options
 from .executable import Executable
 from .jit import lower, optimize
