@@ -13,6 +13,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..interp.core import unsupported
+from . import cplx
 from .registry import emits
 from .types import F32, F64, I1, Cplx, compute_type, const, round_narrow
 
@@ -287,20 +288,16 @@ _NO_ROUND = frozenset({"is-finite"})
 # ---------------------------------------------------------------------------
 # Complex (the common subset; the rest is `unsupported`)
 
-def _cmul(kb, dt, x, y):
-    bb, f = kb.b, kb.flags
-    re = bb.fsub(bb.fmul(x.re, y.re, flags=f), bb.fmul(x.im, y.im, flags=f), flags=f)
-    im = bb.fadd(bb.fmul(x.re, y.im, flags=f), bb.fmul(x.im, y.re, flags=f), flags=f)
-    return Cplx(re, im)
-
-
 _COMPLEX_BINARY = {
     "add": lambda kb, dt, x, y: Cplx(kb.b.fadd(x.re, y.re, flags=kb.flags),
                                      kb.b.fadd(x.im, y.im, flags=kb.flags)),
     "subtract": lambda kb, dt, x, y: Cplx(kb.b.fsub(x.re, y.re, flags=kb.flags),
                                           kb.b.fsub(x.im, y.im, flags=kb.flags)),
 }
+_COMPLEX_BINARY["multiply"] = cplx.multiply
+_COMPLEX_BINARY["divide"] = cplx.divide
 _COMPLEX_UNARY = {
+    "abs": cplx.absolute,
     "negate": lambda kb, dt, x: Cplx(kb.b.fneg(x.re), kb.b.fneg(x.im)),
     "real": lambda kb, dt, x: x.re, "imag": lambda kb, dt, x: x.im,
 }
@@ -333,7 +330,7 @@ def binary(kb, inst, dt, a, b):
         name = _PRED_BINARY.get(op)
         fn = (lambda kb, dt, a, b: getattr(kb.b, name)(a, b)) if name else None
     elif dt.kind == "complex":
-        fn = _cmul if op == "multiply" else _COMPLEX_BINARY.get(op)
+        fn = _COMPLEX_BINARY.get(op)
     else:
         fn = _FLOAT_BINARY.get(op)
     if fn is None:

@@ -18,7 +18,7 @@ from ..diagnostics import UnsupportedError
 
 _LIBM_1 = ("exp", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "cbrt", "erf",
            "acos", "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh")
-_LIBM_2 = ("pow", "atan2", "fmod", "hypot")
+_LIBM_2 = ("pow", "atan2", "fmod", "hypot", "fma")
 ALLOWED = frozenset({*_LIBM_1, *_LIBM_2, *(f + "f" for f in (*_LIBM_1, *_LIBM_2)),
                      "memcpy", "memset", "memmove"})
 
