@@ -33,19 +33,25 @@ class Functions:
 
     def compile(self, comp) -> ir.Function:
         """Callees first (post order over the call graph, iteratively)."""
-        stack, order, seen = [comp], [], set()
+        order, seen = [], {id(comp)}
+        stack = [(comp, iter(self._callees(comp)))]
         while stack:
-            c = stack.pop()
-            if id(c) in seen:
-                continue
-            seen.add(id(c))
-            order.append(c)
-            for inst in c.instructions:
-                stack.extend(buffers.called_functions(inst))
-        for c in reversed(order):
+            c, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                order.append(c)
+            elif id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append((nxt, iter(self._callees(nxt))))
+        for c in order:
             if id(c) not in self.fns:
                 self._emit(c)
         return self.fns[id(comp)]
+
+    @staticmethod
+    def _callees(comp) -> list:
+        return [c for inst in comp.instructions for c in buffers.called_functions(inst)]
 
     def _emit(self, comp) -> None:
         mcx = self.mcx
