@@ -173,16 +173,11 @@ _INT_UNARY = {
 # Floats
 
 def fmax(kb, a, b, greater=True):
-    """llvm.maximum/minimum semantics: NaN if either is NaN; +0 > -0."""
-    bb = kb.b
-    r = bb.select(bb.fcmp_ordered(">" if greater else "<", a, b), a, b)
-    nan = bb.fcmp_unordered("uno", a, b)
-    r = bb.select(nan, bb.fadd(a, b), r)
-    both0 = bb.and_(bb.fcmp_ordered("==", a, _c(0.0, a)), bb.fcmp_ordered("==", b, _c(0.0, b)))
-    ity = ir.IntType(32 if a.type == F32 else 64)
-    neg_a = bb.icmp_signed("<", bb.bitcast(a, ity), ir.Constant(ity, 0))
-    pick = bb.select(neg_a, b, a) if greater else bb.select(neg_a, a, b)
-    return bb.select(both0, pick, r)
+    """llvm.maximum / llvm.minimum: NaN if either is NaN, +0 > -0 (HLO's semantics); LLVM
+    lowers them inline and vectorises them as reductions."""
+    t = a.type
+    name = f"llvm.{'maximum' if greater else 'minimum'}.{'f32' if t == F32 else 'f64'}"
+    return kb.b.call(kb.mcx.intrinsic(name, t, [t, t]), [a, b], fastmath=kb.flags)
 
 
 def _fbin(name):
@@ -222,8 +217,33 @@ def _intr(name, n=1):
     return emit
 
 
-_exp = _libm_f("exp")
+_libm_exp = _libm_f("exp")
 _tanh = _libm_f("tanh")
+
+
+def _exp(kb, dt, x):
+    """exp: glibc's (rounded once) in ieee numerics; in xla-cpu numerics for f32 a
+    branch-free polynomial that LLVM vectorises (XLA:CPU also uses its own vectorisable
+    approximation): x = n*ln2 + r, |r| <= ln2/2, exp(r) by a degree-6 polynomial,
+    scaled by 2^n built in the exponent bits (two steps, so n down to -149 works)."""
+    if not kb.options.xla or x.type != F32:
+        return _libm_exp(kb, dt, x)
+    from .types import I32
+    b = kb.b
+    c = lambda v: ir.Constant(F32, v)   # noqa: E731
+    xc = fmax(kb, fmax(kb, x, c(-104.0), True), c(88.8), False)
+    n = b.call(kb.mcx.intrinsic("llvm.roundeven.f32", F32, [F32]), [b.fmul(xc, c(1.4426950408889634))])
+    r = b.fsub(b.fsub(xc, b.fmul(n, c(0.693145751953125))), b.fmul(n, c(1.428606765330187e-06)))
+    p = c(1.0 / 720)
+    for k in (120, 24, 6, 2, 1, 1):
+        p = b.fadd(b.fmul(p, r, flags=("contract",)), c(1.0 / k), flags=("contract",))
+    ni = b.fptosi(n, I32)
+    half = b.ashr(ni, ir.Constant(I32, 1))
+    s1 = b.bitcast(b.shl(b.add(half, ir.Constant(I32, 127)), ir.Constant(I32, 23)), F32)
+    s2 = b.bitcast(b.shl(b.add(b.sub(ni, half), ir.Constant(I32, 127)), ir.Constant(I32, 23)), F32)
+    y = b.fmul(b.fmul(p, s1), s2)
+    y = b.select(b.fcmp_ordered(">", x, c(88.72283935546875)), c(float("inf")), y)
+    return b.select(b.fcmp_unordered("uno", x, x), x, y)
 
 
 def _expm1(kb, dt, x):
