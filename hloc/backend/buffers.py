@@ -45,8 +45,10 @@ def leaf_ranges(shape) -> list[tuple[int, int]]:
 
 
 def _aliases_operand(inst) -> bool:
-    if inst.opcode == "bitcast":
-        return inst.shape.dtype is inst.operands[0].shape.dtype
+    if inst.opcode == "bitcast":      # the same bytes, reinterpreted
+        return leaf_bytes(inst.shape) == leaf_bytes(inst.operands[0].shape)
+    if inst.opcode in ("set-dimension-size", "add-dependency", "domain"):
+        return True
     if inst.opcode == "reshape":
         from .loops import is_default_layout
         return is_default_layout(inst.shape) and is_default_layout(inst.operands[0].shape)
@@ -100,6 +102,7 @@ def plan(comp, callee_arena) -> Plan:
             start, stop = leaf_ranges(inst.operands[0].shape)[inst.attrs["index"]]
             leaves[id(inst)] = leaves[id(inst.operands[0])][start:stop]
         elif _aliases_operand(inst) or op == "opt-barrier":
+            # bitcast/reshape (same bytes), set-dimension-size (sizes are not tracked)
             leaves[id(inst)] = list(leaves[id(inst.operands[0])])
         else:
             bufs = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..interp.core import unsupported
+from .loops import Index, i64
 from .registry import emits
 from .types import F16, F32, F64, I32, I64, Cplx, from_storage, round_narrow, storage_type, to_storage
 
@@ -96,16 +97,83 @@ def _emit_convert(kb, inst, ops, index):
     return convert_value(kb, inst, ops[0](index), inst.operands[0].shape.dtype, inst.shape.dtype)
 
 
+def _bits(b, dt, v):
+    """The element's storage bits as an integer of dt's width."""
+    raw = to_storage(b, dt, v)
+    ity = ir.IntType(max(dt.bits, 8) if dt.kind in ("int", "uint") else dt.bits)
+    return raw if raw.type == ity else b.bitcast(raw, ity)
+
+
+def _from_bits(b, dt, bits):
+    st = storage_type(dt)
+    return from_storage(b, dt, bits if bits.type == st else b.bitcast(bits, st))
+
+
 @emits("bitcast-convert")
 def _emit_bitcast_convert(kb, inst, ops, index):
+    """Same width: the bits reinterpreted. A wider source splits into a new minor
+    dimension of narrower pieces (least significant first); a narrower one joins."""
     src, dst = inst.operands[0].shape.dtype, inst.shape.dtype
-    if src.bits != dst.bits or "complex" in (src.kind, dst.kind) or "pred" in (src.kind, dst.kind):
+    if "complex" in (src.kind, dst.kind) or "pred" in (src.kind, dst.kind) or \
+            (src.bits != dst.bits and (src.bits < 8 or dst.bits < 8)):
         raise unsupported(inst, f"bitcast-convert from {src.name} to {dst.name} in the "
                                 "compiled back end")
-    bb = kb.b
-    raw = to_storage(bb, src, ops[0](index))
-    raw = bb.bitcast(raw, storage_type(dst)) if raw.type != storage_type(dst) else raw
-    return from_storage(bb, dst, raw)
+    b = kb.b
+    op = inst.operands[0].shape
+    if src.bits == dst.bits:
+        return _from_bits(b, dst, _bits(b, src, ops[0](index)))
+    if src.bits > dst.bits:        # out[..., k] = piece k of op[...]
+        whole = _bits(b, src, ops[0](Index(b, op, multi=index.multi[:-1])))
+        k = index.multi[-1]
+        shift = b.mul(b.zext(b.trunc(k, ir.IntType(32)), whole.type) if whole.type.width > 32
+                      else b.trunc(k, whole.type), ir.Constant(whole.type, dst.bits))
+        return _from_bits(b, dst, b.trunc(b.lshr(whole, shift), ir.IntType(dst.bits)))
+    n = dst.bits // src.bits       # out[...] joins op[..., 0..n-1]
+    wide = ir.IntType(dst.bits)
+    acc = ir.Constant(wide, 0)
+    for k in range(n):
+        piece = _bits(b, src, ops[0](Index(b, op, multi=list(index.multi) + [i64(k)])))
+        acc = b.or_(acc, b.shl(b.zext(piece, wide), ir.Constant(wide, k * src.bits)))
+    return _from_bits(b, dst, acc)
+
+
+_MANTISSA = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52}
+
+
+@emits("reduce-precision")
+def _emit_reduce_precision(kb, inst, ops, index):
+    """EmitReducePrecisionIR (quiet_nans=false) on the element's own bits."""
+    dt = inst.shape.dtype
+    if dt.name not in _MANTISSA:
+        raise unsupported(inst, f"reduce-precision on {dt.name} in the compiled back end")
+    b = kb.b
+    x = ops[0](index)
+    v = _bits(b, dt, x)
+    t = v.type
+    c = lambda n: ir.Constant(t, n)   # noqa: E731
+    nbits, src_m = dt.bits, _MANTISSA[dt.name]
+    src_e = nbits - 1 - src_m
+    eb, mb = inst.attrs["exponent_bits"], inst.attrs["mantissa_bits"]
+    if mb < src_m:
+        last = 1 << (src_m - mb)
+        bias = b.lshr(b.and_(v, c(last)), c(src_m - mb))
+        v = b.and_(b.add(b.add(v, bias), c((last >> 1) - 1)), c(~(last - 1) & ((1 << nbits) - 1)))
+    if eb < src_e:
+        sign_mask, exp_mask = 1 << (nbits - 1), ((1 << src_e) - 1) << src_m
+        bias_src, bias_dst = (1 << (src_e - 1)) - 1, (1 << (eb - 1)) - 1
+        x_exp = b.and_(v, c(exp_mask))
+        signed_zero = b.and_(v, c(sign_mask))
+        v = b.select(b.icmp_unsigned(">", x_exp, c((bias_src + bias_dst) << src_m)),
+                     b.or_(signed_zero, c(exp_mask)), v)
+        v = b.select(b.icmp_unsigned("<=", x_exp, c((bias_src - bias_dst) << src_m)), signed_zero, v)
+    y = _from_bits(b, dt, v)
+    return b.select(b.fcmp_unordered("uno", x, x), x, y)
+
+
+@emits("get-dimension-size")
+def _emit_get_dimension_size(kb, inst, ops, index):
+    n = inst.operands[0].shape.dims[inst.attrs["dimensions"][0]]
+    return ir.Constant(ir.IntType(inst.shape.dtype.bits), n)
 
 
 _ = (I64,)

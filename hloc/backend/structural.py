@@ -99,9 +99,33 @@ def _emit_reshape(kb, inst, ops, index):
 @emits("bitcast")
 def _emit_bitcast(kb, inst, ops, index):
     op = inst.operands[0].shape
-    if op.dtype is not inst.shape.dtype:
-        raise unsupported(inst, "bitcast changing the element type in the compiled back end")
-    return ops[0](Index(index.b, op, linear=index.linear))
+    v = ops[0](Index(index.b, op, linear=index.linear))
+    if op.dtype is inst.shape.dtype:
+        return v
+    if op.dtype.np.itemsize != inst.shape.dtype.np.itemsize or "complex" in (op.dtype.kind, inst.shape.dtype.kind):
+        raise unsupported(inst, "bitcast between element types of different sizes in the "
+                                "compiled back end")
+    from .conversions import _bits, _from_bits
+    from .types import to_storage, from_storage, storage_type
+    raw = to_storage(index.b, op.dtype, v)
+    st = storage_type(inst.shape.dtype)
+    return from_storage(index.b, inst.shape.dtype, raw if raw.type == st else index.b.bitcast(raw, st))
+
+
+@emits("fusion", "call")
+def _emit_fusion(kb, inst, ops, index):
+    """A fusion or call inside an inlined computation (a comparator, a reducer)."""
+    comp = inst.attrs.get("calls") or inst.attrs.get("to_apply")
+    key = ("env", id(inst), tuple(id(g) for g in ops))
+    env = kb.cache.get(key)
+    if env is None:
+        env = ({k: g for k, g in enumerate(ops)}, None)
+        kb.cache[key] = env
+    root = comp.root
+    if root.opcode == "tuple":
+        return [kb.generator(o, env[0])(Index(index.b, o.shape, multi=index.multi))
+                for o in root.operands]
+    return kb.generator(root, env[0])(index)
 
 
 @emits("copy")
