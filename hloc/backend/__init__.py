@@ -15,6 +15,7 @@ Layout (one job per module):
   windows.py      reduce-window (generator)
   convolution.py  convolution (generator; groups, dilations, padding, reversal)
   sorting.py      sort (kernel; comparator inlined)
+  custom_calls.py topk and the custom-call table (TopK, identity targets)
   kernels.py      one kernel function per fusion / unfused op (work-group ABI)
   buffers.py      buffer plan: aliases, outputs in place, arena reuse by live range
   computation.py  one function per HLO computation; while/conditional/call in LLVM
@@ -25,8 +26,8 @@ Layout (one job per module):
 """
 from __future__ import annotations
 
-from . import (conversions, convolution, elementwise, indexing, reductions,  # noqa: F401
-               sorting, structural, windows)
+from . import (conversions, convolution, custom_calls, elementwise, indexing,  # noqa: F401
+               reductions, sorting, structural, windows)
 from .context import Options
 from .executable import Executable
 from .jit import lower, optimize
