@@ -43,10 +43,8 @@ KNOWN_UNSUPPORTED = {
     ("linalg_qr_eigh", "after"): "custom-call target 'lapack_sgeqrf_ffi'",
     ("linalg_svd", "before"): "custom-call target 'lapack_sgesdd_ffi'",
     ("linalg_svd", "after"): "custom-call target 'lapack_sgesdd_ffi'",
-    ("random_rbg", "before"): "opcode rng-bit-generator",
-    ("random_unsafe_rbg", "before"): "opcode rng-bit-generator",
 }
-MAX_UNSUPPORTED = 16
+MAX_UNSUPPORTED = 14
 # (program, stage, output) -> why XLA's value is not the module's semantics.
 XLA_DIFFERS = {
     ("f64_math", "before", 11): "XLA folds (x * 1e300) * 1e10 into x * inf, so 0 * ... is NaN",

@@ -166,3 +166,17 @@ def test_index_fuzz_matches_interpreter(prog, tmp_path):
                     assert np.array_equal(e, g), prog
                 else:
                     assert near(e, g, ErrorSpec(abs=1e-3, rel=1e-3)).ok, prog
+
+
+@pytest.mark.parametrize("alg,n", [("rng_philox", 3), ("rng_philox", 2), ("rng_three_fry", 2),
+                                   ("rng_default", 2)])
+def test_rng_bit_generator_bit_exact(alg, n, tmp_path):
+    for shape in ("u32[5,3]", "u32[]", "u64[7]", "u8[4,6]", "u32[3,5]", "u16[9]"):
+        text = (f"HloModule m\nENTRY e {{\n  s = u64[{n}] parameter(0)\n"
+                f"  ROOT r = (u64[{n}], {shape}) rng-bit-generator(s), algorithm={alg}\n}}\n")
+        module = hloc.parse(text)
+        state = np.array([2**64 - 3, 2**64 - 1, 12345][:n], np.uint64)
+        got = compile_module(module, cache_dir=tmp_path).run([state])
+        ref = run_module(module, [state]).value
+        for g, r in zip(got, ref):
+            assert np.array_equal(g, r), (alg, n, shape)

@@ -16,6 +16,7 @@ Layout (one job per module):
   convolution.py  convolution (generator; groups, dilations, padding, reversal)
   sorting.py      sort (kernel; comparator inlined)
   custom_calls.py topk and the custom-call table (TopK, identity targets)
+  rng.py          rng-bit-generator (Philox / ThreeFry, bit-exact with the interpreter)
   kernels.py      one kernel function per fusion / unfused op (work-group ABI)
   buffers.py      buffer plan: aliases, outputs in place, arena reuse by live range
   computation.py  one function per HLO computation; while/conditional/call in LLVM
@@ -27,7 +28,7 @@ Layout (one job per module):
 from __future__ import annotations
 
 from . import (conversions, convolution, custom_calls, elementwise, indexing,  # noqa: F401
-               reductions, sorting, structural, windows)
+               reductions, rng, sorting, structural, windows)
 from .context import Options
 from .executable import Executable
 from .jit import lower, optimize
