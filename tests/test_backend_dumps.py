@@ -33,8 +33,6 @@ KNOWN_UNSUPPORTED = {
     ("complex128_math", "after"): "tanh on c128",
     ("convert_types", "before"): "element type f8e4m3fn",
     ("convert_types", "after"): "element type f8e4m3fn",
-    ("fft_ops", "before"): "opcode fft",
-    ("fft_ops", "after"): "opcode fft",
     ("linalg_cholesky_trisolve", "before"): "custom-call target 'lapack_spotrf_ffi'",
     ("linalg_cholesky_trisolve", "after"): "custom-call target 'lapack_spotrf_ffi'",
     ("linalg_inv_solve_slogdet", "before"): "custom-call target 'lapack_sgetrf_ffi'",
@@ -44,7 +42,7 @@ KNOWN_UNSUPPORTED = {
     ("linalg_svd", "before"): "custom-call target 'lapack_sgesdd_ffi'",
     ("linalg_svd", "after"): "custom-call target 'lapack_sgesdd_ffi'",
 }
-MAX_UNSUPPORTED = 14
+MAX_UNSUPPORTED = 12
 # (program, stage, output) -> why XLA's value is not the module's semantics.
 XLA_DIFFERS = {
     ("f64_math", "before", 11): "XLA folds (x * 1e300) * 1e10 into x * inf, so 0 * ... is NaN",

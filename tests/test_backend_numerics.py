@@ -180,3 +180,23 @@ def test_rng_bit_generator_bit_exact(alg, n, tmp_path):
         ref = run_module(module, [state]).value
         for g, r in zip(got, ref):
             assert np.array_equal(g, r), (alg, n, shape)
+
+
+FFTS = [("FFT", "c64[3,8]", "c64[3,8]", "{8}"), ("IFFT", "c128[4,6]", "c128[4,6]", "{4,6}"),
+        ("RFFT", "f32[2,10]", "c64[2,6]", "{10}"), ("IRFFT", "c64[2,6]", "f32[2,10]", "{10}"),
+        ("IRFFT", "c64[3,4,5]", "f32[3,4,8]", "{4,8}"), ("RFFT", "f64[5,6]", "c128[5,4]", "{5,6}"),
+        ("IRFFT", "c128[5,4]", "f64[5,7]", "{5,7}"), ("FFT", "c64[5]", "c64[8]", "{8}")]
+
+
+@pytest.mark.parametrize("case", FFTS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_fft_matches_interpreter(case, tmp_path):
+    kind, ins, outs, lengths = case
+    text = (f"HloModule m\nENTRY e {{\n  a = {ins} parameter(0)\n"
+            f"  ROOT r = {outs} fft(a), fft_type={kind}, fft_length={lengths}\n}}\n")
+    module = hloc.parse(text)
+    dims = [int(x) for x in ins[ins.index("[") + 1:-1].split(",")]
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(dims) + (1j * rng.standard_normal(dims) if ins[0] == "c" else 0)
+    x = x.astype(module.entry.parameters[0].shape.dtype.np)
+    got = compile_module(module, cache_dir=tmp_path).run([x])
+    assert near(run_module(module, [x]).value, got, ErrorSpec(1e-5, 1e-5)).ok
