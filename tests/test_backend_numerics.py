@@ -200,3 +200,22 @@ def test_fft_matches_interpreter(case, tmp_path):
     x = x.astype(module.entry.parameters[0].shape.dtype.np)
     got = compile_module(module, cache_dir=tmp_path).run([x])
     assert near(run_module(module, [x]).value, got, ErrorSpec(1e-5, 1e-5)).ok
+
+
+COMPLEX_UNARY = ["exponential", "log", "sqrt", "rsqrt", "sine", "cosine", "tan", "tanh", "sinh",
+                 "cosh", "logistic", "sign", "abs", "negate"]
+
+
+@pytest.mark.parametrize("dt", ["c64", "c128"])
+def test_complex_unary_matches_interpreter(dt, tmp_path):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(64) * 3 + 1j * rng.standard_normal(64) * 3
+    x[:4] = [0, 1j, -1, -2 - 0j]
+    x = x.astype(np.complex64 if dt == "c64" else np.complex128)
+    for op in COMPLEX_UNARY:
+        rdt = {"c64": "f32", "c128": "f64"}[dt] if op == "abs" else dt
+        text = (f"HloModule m\nENTRY e {{\n  a = {dt}[64] parameter(0)\n"
+                f"  ROOT r = {rdt}[64] {op}(a)\n}}\n")
+        module = hloc.parse(text)
+        got = compile_module(module, cache_dir=tmp_path).run([x])
+        assert near(run_module(module, [x]).value, got, ErrorSpec(1e-5, 1e-5)).ok, op

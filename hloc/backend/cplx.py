@@ -1,7 +1,10 @@
-"""Complex arithmetic rows of the elementwise table that need more than one line:
-multiply (fma-contracted as XLA:CPU), divide (Smith's algorithm with XLA's inf/0 cases,
-EmitComplexDivide) and abs (max * sqrt(1 + (min/max)^2), EmitComplexAbs) — the
-interpreter's hloc.interp.numerics formulas, operation for operation.
+"""Complex rows of the elementwise table: multiply (fma-contracted as XLA:CPU), divide
+(Smith's algorithm with XLA's inf/0 cases, EmitComplexDivide) and abs (max * sqrt(1 +
+(min/max)^2), EmitComplexAbs) — the interpreter's hloc.interp.numerics formulas operation
+for operation — and the transcendentals in UNARY (exp, log, sqrt, rsqrt, sin, cos, tan,
+tanh, sinh, cosh, logistic, sign) by their textbook formulas in f64, matching the
+interpreter's NumPy values within ErrorSpec. power is the interpreter's complex_power.
+Inverse trig, expm1, log1p and atan2 on complex are not compiled yet.
 """
 from __future__ import annotations
 
@@ -89,3 +92,149 @@ def absolute(kb, dt, x):
     ratio = b.fdiv(lo, hi)
     r = b.fmul(hi, b.call(_fn(kb, "sqrt", ratio), [fma(kb, ratio, ratio, ir.Constant(ratio.type, 1.0))]))
     return b.select(_isnan(kb, r), lo, r)
+
+
+# ---------------------------------------------------------------------------
+# Transcendentals (NumPy's principal branches, as the interpreter; computed in f64)
+
+def _wide(kb, x):
+    b = kb.b
+    if x.re.type == F32:
+        return Cplx(b.fpext(x.re, ir.DoubleType()), b.fpext(x.im, ir.DoubleType())), True
+    return x, False
+
+
+def _narrow(kb, z, was32):
+    if not was32:
+        return z
+    b = kb.b
+    return Cplx(b.fptrunc(z.re, F32), b.fptrunc(z.im, F32))
+
+
+def _m(kb, name, *xs):
+    f64 = ir.DoubleType()
+    return kb.b.call(kb.mcx.libm(name, f64, [f64] * len(xs)), list(xs))
+
+
+def _wrap(fn):
+    def emit(kb, dt, x):
+        z, was32 = _wide(kb, x)
+        return _narrow(kb, fn(kb, z), was32)
+    return emit
+
+
+def _exp(kb, z):
+    b = kb.b
+    e = _m(kb, "exp", z.re)
+    return Cplx(b.fmul(e, _m(kb, "cos", z.im)), b.fmul(e, _m(kb, "sin", z.im)))
+
+
+def _log(kb, z):
+    return Cplx(_m(kb, "log", _m(kb, "hypot", z.re, z.im)), _m(kb, "atan2", z.im, z.re))
+
+
+def _sqrt(kb, z):
+    b = kb.b
+    a, y = z.re, z.im
+    c = lambda v: ir.Constant(a.type, v)   # noqa: E731
+    t = b.call(_fn(kb, "sqrt", a), [b.fmul(b.fadd(_m(kb, "hypot", a, y), _abs(kb, a)), c(0.5))])
+    pos = b.fcmp_ordered(">=", a, c(0.0))
+    q = b.fdiv(_abs(kb, y), b.fmul(t, c(2.0)))
+    re = b.select(pos, t, q)
+    im = b.select(pos, b.fdiv(y, b.fmul(t, c(2.0))), _copysign(kb, t, y))
+    zero = b.fcmp_ordered("==", t, c(0.0))
+    return Cplx(b.select(zero, c(0.0), re), b.select(zero, y, im))
+
+
+def _sin(kb, z):
+    b = kb.b
+    return Cplx(b.fmul(_m(kb, "sin", z.re), _m(kb, "cosh", z.im)),
+                b.fmul(_m(kb, "cos", z.re), _m(kb, "sinh", z.im)))
+
+
+def _cos(kb, z):
+    b = kb.b
+    return Cplx(b.fmul(_m(kb, "cos", z.re), _m(kb, "cosh", z.im)),
+                b.fneg(b.fmul(_m(kb, "sin", z.re), _m(kb, "sinh", z.im))))
+
+
+def _sinh(kb, z):
+    b = kb.b
+    return Cplx(b.fmul(_m(kb, "sinh", z.re), _m(kb, "cos", z.im)),
+                b.fmul(_m(kb, "cosh", z.re), _m(kb, "sin", z.im)))
+
+
+def _cosh(kb, z):
+    b = kb.b
+    return Cplx(b.fmul(_m(kb, "cosh", z.re), _m(kb, "cos", z.im)),
+                b.fmul(_m(kb, "sinh", z.re), _m(kb, "sin", z.im)))
+
+
+def _tanh(kb, z):
+    """tanh(a+bi) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b); +-1 once cosh overflows."""
+    b = kb.b
+    two = ir.Constant(z.re.type, 2.0)
+    a2, b2 = b.fmul(z.re, two), b.fmul(z.im, two)
+    d = b.fadd(_m(kb, "cosh", a2), _m(kb, "cos", b2))
+    re, im = b.fdiv(_m(kb, "sinh", a2), d), b.fdiv(_m(kb, "sin", b2), d)
+    big = b.fcmp_ordered(">", _abs(kb, z.re), ir.Constant(z.re.type, 20.0))
+    return Cplx(b.select(big, _copysign(kb, ir.Constant(z.re.type, 1.0), z.re), re),
+                b.select(big, b.fmul(ir.Constant(z.re.type, 0.0), z.im), im))
+
+
+def _tan(kb, z):
+    t = _tanh(kb, Cplx(kb.b.fneg(z.im), z.re))       # tan(z) = -i tanh(iz)
+    return Cplx(t.im, kb.b.fneg(t.re))
+
+
+def _one_over(kb, z):
+    one = ir.Constant(z.re.type, 1.0)
+    return divide(kb, None, Cplx(one, ir.Constant(z.re.type, 0.0)), z)
+
+
+def _logistic(kb, z):
+    e = _exp(kb, Cplx(kb.b.fneg(z.re), kb.b.fneg(z.im)))
+    return _one_over(kb, Cplx(kb.b.fadd(e.re, ir.Constant(z.re.type, 1.0)), e.im))
+
+
+def _sign(kb, z):
+    b = kb.b
+    r = absolute(kb, None, z)
+    zero = b.fcmp_ordered("==", r, ir.Constant(r.type, 0.0))
+    safe = b.select(zero, ir.Constant(r.type, 1.0), r)
+    c0 = ir.Constant(r.type, 0.0)
+    return Cplx(b.select(zero, c0, b.fdiv(z.re, safe)), b.select(zero, c0, b.fdiv(z.im, safe)))
+
+
+UNARY = {
+    "exponential": _wrap(_exp), "log": _wrap(_log), "sqrt": _wrap(_sqrt),
+    "rsqrt": _wrap(lambda kb, z: _one_over(kb, _sqrt(kb, z))),
+    "sine": _wrap(_sin), "cosine": _wrap(_cos), "tan": _wrap(_tan), "tanh": _wrap(_tanh),
+    "sinh": _wrap(_sinh), "cosh": _wrap(_cosh), "logistic": _wrap(_logistic),
+    "sign": _wrap(_sign),
+}
+
+
+def power(kb, dt, x, y):
+    """XLA:CPU's complex power (the interpreter's complex_power), in f64."""
+    b = kb.b
+    (x, was32), (y, _) = _wide(kb, x), _wide(kb, y)
+    a, bb, c, d = x.re, x.im, y.re, y.im
+    k = lambda v: ir.Constant(a.type, v)   # noqa: E731
+    eq = lambda u, v: b.fcmp_ordered("==", u, v)   # noqa: E731
+    r = absolute(kb, None, x)
+    arg = _m(kb, "atan2", bb, a)
+    coeff = b.fmul(_m(kb, "pow", r, c), _m(kb, "exp", b.fmul(b.fneg(d), arg)))
+    q = fma(kb, c, arg, b.fmul(d, _m(kb, "log", r)))
+    re, im = b.fmul(coeff, _m(kb, "cos", q)), b.fmul(coeff, _m(kb, "sin", q))
+    real_exp = eq(d, k(0.0))
+    zero_base = b.and_(b.and_(eq(r, k(0.0)), real_exp), b.fcmp_ordered("<=", k(0.0), c))
+    re = b.select(zero_base, b.select(eq(c, k(0.0)), k(1.0), k(0.0)), re)
+    im = b.select(zero_base, k(0.0), im)
+    unit = b.or_(b.and_(eq(c, k(0.0)), real_exp), b.and_(eq(a, k(1.0)), eq(bb, k(0.0))))
+    re, im = b.select(unit, k(1.0), re), b.select(unit, k(0.0), im)
+    inf_base = b.and_(b.and_(eq(a, k(float("inf"))), eq(bb, k(0.0))), real_exp)
+    re = b.select(b.and_(inf_base, b.fcmp_ordered(">", c, k(0.0))), k(float("inf")),
+                  b.select(b.and_(inf_base, b.fcmp_ordered("<", c, k(0.0))), k(0.0), re))
+    im = b.select(b.and_(inf_base, b.fcmp_unordered("!=", c, k(0.0))), k(0.0), im)
+    return _narrow(kb, Cplx(re, im), was32)

@@ -316,7 +316,9 @@ _COMPLEX_BINARY = {
 }
 _COMPLEX_BINARY["multiply"] = cplx.multiply
 _COMPLEX_BINARY["divide"] = cplx.divide
+_COMPLEX_BINARY["power"] = cplx.power
 _COMPLEX_UNARY = {
+    **cplx.UNARY,
     "abs": cplx.absolute,
     "negate": lambda kb, dt, x: Cplx(kb.b.fneg(x.re), kb.b.fneg(x.im)),
     "real": lambda kb, dt, x: x.re, "imag": lambda kb, dt, x: x.im,
