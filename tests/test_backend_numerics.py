@@ -219,3 +219,25 @@ def test_complex_unary_matches_interpreter(dt, tmp_path):
         module = hloc.parse(text)
         got = compile_module(module, cache_dir=tmp_path).run([x])
         assert near(run_module(module, [x]).value, got, ErrorSpec(1e-5, 1e-5)).ok, op
+
+
+@pytest.mark.parametrize("dt", ["f32", "c64"])
+def test_triangular_solve_matches_interpreter(dt, tmp_path):
+    import itertools
+    rng = np.random.default_rng(0)
+    for left, lower, unit, tr in itertools.product([True, False], [True, False], [True, False],
+                                                   ["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"]):
+        bsh = "[2,4,3]" if left else "[2,3,4]"
+        flag = lambda v: "true" if v else "false"   # noqa: E731
+        text = (f"HloModule m\nENTRY e {{\n  a = {dt}[2,4,4] parameter(0)\n  b = {dt}{bsh} parameter(1)\n"
+                f"  ROOT r = {dt}{bsh} triangular-solve(a, b), left_side={flag(left)}, "
+                f"lower={flag(lower)}, unit_diagonal={flag(unit)}, transpose_a={tr}\n}}\n")
+        module = hloc.parse(text)
+        npd = module.entry.parameters[0].shape.dtype.np
+        a = rng.standard_normal((2, 4, 4)) + 4 * np.eye(4)
+        if dt == "c64":
+            a = a + 1j * rng.standard_normal((2, 4, 4))
+        a = a.astype(npd)
+        b = rng.standard_normal((2, 4, 3) if left else (2, 3, 4)).astype(npd)
+        got = compile_module(module, cache_dir=tmp_path).run([a, b])
+        assert near(run_module(module, [a, b]).value, got, ErrorSpec(1e-4, 1e-4)).ok, (left, lower, unit, tr)

@@ -16,6 +16,7 @@ Layout (one job per module):
   convolution.py  convolution (generator; groups, dilations, padding, reversal)
   sorting.py      sort (kernel; comparator inlined)
   custom_calls.py topk and the custom-call table (TopK, identity targets)
+  linalg.py       triangular-solve (kernel, substitution in place)
   fft.py          fft (direct DFT per element, f64)
   rng.py          rng-bit-generator (Philox / ThreeFry, bit-exact with the interpreter)
   kernels.py      one kernel function per fusion / unfused op (work-group ABI)
@@ -29,7 +30,7 @@ Layout (one job per module):
 from __future__ import annotations
 
 from . import (conversions, convolution, custom_calls, elementwise, fft,  # noqa: F401
-               indexing, reductions, rng, sorting, structural, windows)
+               indexing, linalg, reductions, rng, sorting, structural, windows)
 from .context import Options
 from .executable import Executable
 from .jit import lower, optimize
