@@ -241,3 +241,19 @@ def test_triangular_solve_matches_interpreter(dt, tmp_path):
         b = rng.standard_normal((2, 4, 3) if left else (2, 3, 4)).astype(npd)
         got = compile_module(module, cache_dir=tmp_path).run([a, b])
         assert near(run_module(module, [a, b]).value, got, ErrorSpec(1e-4, 1e-4)).ok, (left, lower, unit, tr)
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+@pytest.mark.parametrize("lower", ["true", "false"])
+def test_cholesky_matches_interpreter(dt, lower, tmp_path):
+    text = (f"HloModule m\nENTRY e {{\n  a = {dt}[3,4,4] parameter(0)\n"
+            f"  ROOT r = {dt}[3,4,4] cholesky(a), lower={lower}\n}}\n")
+    module = hloc.parse(text)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4, 4))
+    x = x @ x.transpose(0, 2, 1) + np.eye(4)
+    x[2, 0, 0] = -5                       # not positive definite: all NaN
+    x = x.astype(module.entry.parameters[0].shape.dtype.np)
+    got = compile_module(module, cache_dir=tmp_path).run([x])
+    assert near(run_module(module, [x]).value, got, ErrorSpec(1e-4, 1e-4)).ok
+    assert np.isnan(got[2]).all()

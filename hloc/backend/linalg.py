@@ -1,4 +1,4 @@
-"""triangular-solve as a kernel emitter (the interpreter's substitution order).
+"""triangular-solve and cholesky as kernel emitters (the interpreter's orders).
 
 op(a) x = b (left_side) or x op(a) = b, reading only a's `lower` (or upper) triangle,
 op in NO_TRANSPOSE / TRANSPOSE / ADJOINT. The output starts as b and is solved in place
@@ -110,3 +110,64 @@ def _load_acc(b, slot, dt):
 
 
 _ = const
+
+
+@emits_kernel("cholesky")
+def _emit_cholesky(kb, inst, ops, outputs):
+    """Unblocked Cholesky of the `lower` (or upper, through the transpose) triangle, the
+    interpreter's order; a matrix whose diagonal goes NaN becomes all NaN. Real types."""
+    from llvmlite import ir
+    from ..interp.core import unsupported
+    b = kb.b
+    (lptr, shape), = outputs
+    dt = shape.dtype
+    if dt.name not in ("f32", "f64"):     # narrow floats: the interpreter works in f32
+        raise unsupported(inst, f"cholesky on {dt.name} in the compiled back end")
+    lower = bool(inst.attrs.get("lower"))
+    n = shape.dims[-1]
+    if shape.size == 0:
+        return
+    ashape = inst.operands[0].shape
+    zero = const(dt, 0.0)
+    _copy_all(kb, lambda index: zero, lptr, shape)
+    stack, bivs = [], []
+    for d in range(shape.rank - 2):
+        cm = for_range(b, 0, shape.dims[d], name=f"cb{d}")
+        bivs.append(cm.__enter__())
+        stack.append(cm)
+
+    def a_at(i, j):
+        return ops[0](Index(b, ashape, multi=bivs + ([i, j] if lower else [j, i])))
+
+    def l_ptr(i, j):
+        multi = bivs + ([i, j] if lower else [j, i])
+        return b.gep(lptr, [Index(b, shape, multi=multi).linear], source_etype=storage_type(dt),
+                     inbounds=True)
+
+    t = zero.type
+    acc = kb.alloca_entry(t, name="cs")
+    failed = kb.alloca_entry(ir.IntType(1), name="cfail")
+    b.store(ir.Constant(ir.IntType(1), 0), failed)
+    sqrt = kb.mcx.intrinsic(f"llvm.sqrt.{'f32' if str(t) == 'float' else 'f64'}", t, [t])
+    with for_range(b, 0, n, name="cj") as j:
+        b.store(a_at(j, j), acc)
+        with for_range(b, 0, j, name="ck") as k:
+            v = load_elem(b, dt, l_ptr(j, k))
+            b.store(b.fsub(b.load(acc, typ=t), b.fmul(v, v)), acc)
+        ljj = b.call(sqrt, [b.load(acc, typ=t)])
+        store_elem(b, dt, ljj, l_ptr(j, j))
+        ljj = load_elem(b, dt, l_ptr(j, j))
+        b.store(b.or_(b.load(failed, typ=ir.IntType(1)), b.fcmp_unordered("uno", ljj, ljj)), failed)
+        with for_range(b, b.add(j, i64(1)), i64(n), name="ci") as i:
+            b.store(a_at(i, j), acc)
+            with for_range(b, 0, j, name="ck2") as k:
+                p = b.fmul(load_elem(b, dt, l_ptr(i, k)), load_elem(b, dt, l_ptr(j, k)))
+                b.store(b.fsub(b.load(acc, typ=t), p), acc)
+            store_elem(b, dt, b.fdiv(b.load(acc, typ=t), ljj), l_ptr(i, j))
+    with b.if_then(b.load(failed, typ=ir.IntType(1))):
+        nan = ir.Constant(t, float("nan"))
+        with for_range(b, 0, n, name="fi") as i:
+            with for_range(b, 0, n, name="fj") as j:
+                store_elem(b, dt, nan, l_ptr(i, j))
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)

@@ -263,6 +263,12 @@ def _emit_dynamic_update_slice(kb, inst, ops, index):
     return select_value(kb, inside, ops[1](_sub(index, up, multi)), base)
 
 
+@emits("replica-id", "partition-id")
+def _emit_device_id(kb, inst, ops, index):
+    """One device: replica 0, partition 0 (as the interpreter)."""
+    return const(inst.shape.dtype, 0)
+
+
 @emits("get-tuple-element")
 def _emit_gte(kb, inst, ops, index):
     v = ops[0](index)
