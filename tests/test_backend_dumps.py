@@ -29,8 +29,6 @@ SPEC = ErrorSpec(abs=1e-3, rel=1e-3)
 
 # (program, stage) -> the unsupported message the compiled back end must give today.
 KNOWN_UNSUPPORTED = {
-    ("convert_types", "before"): "element type f8e4m3fn",
-    ("convert_types", "after"): "element type f8e4m3fn",
     ("linalg_cholesky_trisolve", "before"): "custom-call target 'lapack_spotrf_ffi'",
     ("linalg_cholesky_trisolve", "after"): "custom-call target 'lapack_spotrf_ffi'",
     ("linalg_inv_solve_slogdet", "before"): "custom-call target 'lapack_sgetrf_ffi'",
@@ -40,7 +38,7 @@ KNOWN_UNSUPPORTED = {
     ("linalg_svd", "before"): "custom-call target 'lapack_sgesdd_ffi'",
     ("linalg_svd", "after"): "custom-call target 'lapack_sgesdd_ffi'",
 }
-MAX_UNSUPPORTED = 10
+MAX_UNSUPPORTED = 8
 # (program, stage, output) -> why XLA's value is not the module's semantics.
 XLA_DIFFERS = {
     ("f64_math", "before", 11): "XLA folds (x * 1e300) * 1e10 into x * inf, so 0 * ... is NaN",

@@ -257,3 +257,30 @@ def test_cholesky_matches_interpreter(dt, lower, tmp_path):
     got = compile_module(module, cache_dir=tmp_path).run([x])
     assert near(run_module(module, [x]).value, got, ErrorSpec(1e-4, 1e-4)).ok
     assert np.isnan(got[2]).all()
+
+
+NARROW_FLOATS = ["f8e5m2", "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz", "f8e3m4", "f8e5m2fnuz",
+                 "f8e4m3fnuz", "f8e8m0fnu", "f4e2m1fn"]
+
+
+@pytest.mark.parametrize("dt", NARROW_FLOATS)
+def test_narrow_floats_match_interpreter(dt, tmp_path):
+    """f8/f4: arithmetic rounded after each op, and conversion from f32 of every kind of
+    value (ties, subnormals, overflow, NaN, signed zero) exactly as ml_dtypes."""
+    from hloc.ir.dtypes import DTYPES
+    text = (f"HloModule m\nENTRY e {{\n  a = f32[64] parameter(0)\n  b = f32[64] parameter(1)\n"
+            f"  ca = {dt}[64] convert(a)\n  cb = {dt}[64] convert(b)\n"
+            f"  s = {dt}[64] add(ca, cb)\n  p = {dt}[64] multiply(ca, cb)\n"
+            f"  w = f32[64] convert(p)\n  ROOT r = ({dt}[64], {dt}[64], f32[64]) tuple(s, p, w)\n}}\n")
+    module = hloc.parse(text)
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal(64) * 10.0 ** rng.integers(-8, 5, 64)).astype(np.float32)
+    a[:6] = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e30]
+    b = (rng.standard_normal(64) * 4).astype(np.float32)
+    got = compile_module(module, numerics="ieee", cache_dir=tmp_path).run([a, b])
+    ref = run_module(module, [a, b]).value
+    for g, r in zip(got, ref):
+        assert np.array_equal(np.asarray(g).view(np.uint8) if g.dtype.itemsize == 1 else g,
+                              np.asarray(r).view(np.uint8) if r.dtype.itemsize == 1 else r,
+                              equal_nan=g.dtype.itemsize != 1), dt
+    _ = DTYPES

@@ -100,12 +100,16 @@ def _emit_convert(kb, inst, ops, index):
 def _bits(b, dt, v):
     """The element's storage bits as an integer of dt's width."""
     raw = to_storage(b, dt, v)
-    ity = ir.IntType(max(dt.bits, 8) if dt.kind in ("int", "uint") else dt.bits)
-    return raw if raw.type == ity else b.bitcast(raw, ity)
+    ity = ir.IntType(dt.bits)
+    if isinstance(raw.type, ir.IntType):
+        return raw if raw.type.width == dt.bits else b.trunc(raw, ity)
+    return b.bitcast(raw, ity)
 
 
 def _from_bits(b, dt, bits):
     st = storage_type(dt)
+    if isinstance(st, ir.IntType) and st.width != bits.type.width:
+        bits = b.sext(bits, st) if dt.kind == "int" else b.zext(bits, st)
     return from_storage(b, dt, bits if bits.type == st else b.bitcast(bits, st))
 
 

@@ -12,7 +12,7 @@ only see compute values, and results are rounded back to storage on the way out:
 | f32 / f64      | float / double | the same                                  |
 | c64 / c128     | 2 x float/double | a `Cplx(re, im)` pair of values         |
 
-f8/f4 types are not compiled yet (`unsupported`).
+| f8* / f4e2m1fn | i8 (bits)      | float, through ml_dtypes-exact tables (narrow_floats.py) |
 """
 from __future__ import annotations
 
@@ -46,8 +46,9 @@ class TypeUnsupported(Exception):
     """An element type the back end does not compile yet."""
 
 
-def supported(dt) -> bool:
-    return dt.kind in ("pred", "int", "uint", "complex") or dt.name in ("f16", "bf16", "f32", "f64")
+def _narrow(dt) -> bool:
+    from .narrow_floats import NARROW
+    return dt.name in NARROW
 
 
 def storage_type(dt) -> ir.Type:
@@ -59,6 +60,8 @@ def storage_type(dt) -> ir.Type:
         return F16
     if dt.name == "bf16":
         return I16
+    if _narrow(dt):
+        return I8
     if dt.name == "f32" or dt.name == "c64":
         return F32 if dt.name == "f32" else ir.ArrayType(F32, 2)
     if dt.name == "f64":
@@ -74,7 +77,7 @@ def compute_type(dt) -> ir.Type:
         return I1
     if dt.kind in ("int", "uint"):
         return ir.IntType(dt.bits)
-    if dt.name in ("f16", "bf16", "f32", "c64"):
+    if dt.name in ("f16", "bf16", "f32", "c64") or _narrow(dt):
         return F32
     if dt.name in ("f64", "c128"):
         return F64
@@ -122,6 +125,9 @@ def from_storage(b, dt, v):
         return b.fpext(v, F32)
     if dt.name == "bf16":
         return bf16_to_f32(b, v)
+    if _narrow(dt):
+        from .narrow_floats import decode
+        return decode(b, dt, v)
     return v
 
 
@@ -136,6 +142,9 @@ def to_storage(b, dt, v):
         return b.fptrunc(v, F16)
     if dt.name == "bf16":
         return f32_to_bf16(b, v)
+    if _narrow(dt):
+        from .narrow_floats import encode
+        return encode(b, dt, v)
     return v
 
 
@@ -155,6 +164,9 @@ def round_narrow(b, dt, v):
         return b.fpext(b.fptrunc(v, F16), F32)
     if dt.name == "bf16":
         return bf16_to_f32(b, f32_to_bf16(b, v))
+    if _narrow(dt):
+        from .narrow_floats import decode, encode
+        return decode(b, dt, encode(b, dt, v))
     return v
 
 
