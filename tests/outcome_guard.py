@@ -36,7 +36,7 @@ def _b(passed, skipped=0, xfailed=0, shared=True):
 
 BOUNDS: dict[str, Bound] = {
     # ../shared/corpus/xla
-    "tests/test_corpus_xla.py::test_parse_errors_are_located": _b(89, 0, 1),
+    "tests/test_corpus_xla.py::test_parse_errors_are_located": _b(43, 0, 47),
     "tests/test_corpus_xla.py::test_parse_ok_modules_parse_and_print_idempotently": _b(1580),
     "tests/test_corpus_xla.py::test_round_trip_is_byte_exact": _b(101),
     "tests/test_corpus_xla.py::test_verifier_accepts_valid_modules": _b(1093, 0, 13),
