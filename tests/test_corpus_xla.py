@@ -1,6 +1,8 @@
 """Conformance on XLA's own parser/verifier test modules (../shared/corpus/xla)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import hloc
@@ -248,8 +250,16 @@ def test_verifier_failures_are_reported(name):
     errors = collect_errors(module, **_verifier_options(xla_row(name)))
     assert errors, "HloVerifier rejects this module; hloc accepted it"
     names = {i.name for c in module.computations for i in c.instructions}
-    for e in errors:               # located, and naming the instruction
-        assert e.loc is not None and any(n in e.message for n in names), e.render()
+    lines = _read(name).splitlines()
+    for e in errors:    # located, and naming (as a whole word) an instruction on that line
+        assert e.loc is not None, e.render()
+        line = lines[e.loc.line - 1]
+        assert any(_names_word(n, line) and _names_word(n, e.message) for n in names), \
+            e.render()
+
+
+def _names_word(name: str, text: str) -> bool:
+    return re.search(rf"(?<![\w.%-])%?{re.escape(name)}(?![\w.-])", text) is not None
 
 
 def _should_pass() -> list[str]:
