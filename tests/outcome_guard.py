@@ -11,14 +11,17 @@ with one line per broken bound. A run of the whole suite also fails when a guard
 function was not collected at all.
 
 Functions marked `shared` read ../shared (the corpus beside the checkout). Without it a
-CI run (`CI=true`) fails; a local run prints one line saying how many cases were left
-out and does not check their bounds.
+CI run (`CI=true`) fails: each of their skips, and any skip whose reason names the corpus
+or ../shared, is reported as a failure, and the run fails with a line saying so. A local
+run prints one line saying how many cases were left out and does not check their bounds.
 """
 from __future__ import annotations
 
 import collections
 import os
 from dataclasses import dataclass
+
+import pytest
 
 from corpus import SHARED
 
@@ -80,6 +83,18 @@ class OutcomeGuard:
 
     def pytest_collection_finish(self, session):
         self.collected.update(_key(i.nodeid) for i in session.items)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.skipped and not hasattr(report, "wasxfail") and ci() and \
+                not SHARED.exists():
+            why = str(report.longrepr)
+            bound = BOUNDS.get(_key(item.nodeid))
+            if (bound is not None and bound.shared) or "corpus" in why or "shared" in why:
+                report.outcome = "failed"
+                report.longrepr = f"../shared is missing and CI=true; the test skipped: {why}"
 
     def pytest_runtest_logreport(self, report):
         key = _key(report.nodeid)
