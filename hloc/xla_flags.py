@@ -33,6 +33,7 @@ for _gpu in ("cuda", "rocm", "tpu", "sycl"):
     PENDING[_gpu] = PENDING["gpu"]
     PLATFORMS[_gpu] = "gpu"
 
+_SPECIAL = {"platform"}         # run_hlo_module names without an underscore
 _TRUE, _FALSE = ("", "true", "1", "yes"), ("false", "0", "no")
 
 _NO_PASSES = ("hloc run runs the module as written, with no HLO passes; run `hloc opt "
@@ -93,7 +94,8 @@ def translate(command: str, args: list[str], known: set[str], backends=()) -> li
         if arg == "--":
             out.extend(args[i:])
             break
-        if not arg.startswith("--") or "_" not in arg.split("=", 1)[0]:
+        if not arg.startswith("--") or ("_" not in arg.split("=", 1)[0]
+                                        and _split(arg)[0] not in _SPECIAL):
             out.append(arg)
             i += 1
             continue
