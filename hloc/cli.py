@@ -102,7 +102,9 @@ def check(files, no_verify):
                 if not hlo:
                     click.echo(f"error: {path}: a directory with no HLO text files", err=True)
                     worst = max(worst, 2)
-                bar = progress.bar(len(hlo), "check")
+                # On a terminal stdout's per-file lines are the progress; a bar would
+                # share their line.
+                bar = (NULL if sys.stdout.isatty() else progress).bar(len(hlo), "check")
                 for e in entries:
                     if e.is_hlo:
                         bar.step(os.path.basename(e.path))

@@ -5,11 +5,10 @@ Flags map to hloc.passes.driver.optimize; the module text goes to stdout or -o.
 from __future__ import annotations
 
 import re
-import sys
 
 import click
 
-from .diagnostics import HlocError, InputError
+from .diagnostics import HlocError
 
 _MODULE_ID = re.compile(r"(?:^|[/\\])module_(\d+)\.[^/\\]*$")
 

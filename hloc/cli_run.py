@@ -190,9 +190,9 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
         def after(i, secs):
             click.echo(f"execution time for runner {runner}: {secs:g}s.", err=True)
 
-        with progress.phase("run", f"on {backend}"):
-            result = run_module(m, args, backend=backend, iterations=iterations, seed=seed,
-                                before_iteration=before, after_iteration=after)
+        result = run_module(m, args, backend=backend, iterations=iterations, seed=seed,
+                            before_iteration=before, after_iteration=after,
+                            progress=progress)
     finally:
         progress.close()
     if output:

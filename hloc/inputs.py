@@ -29,8 +29,8 @@ from .ir.dtypes import from_numpy
 from .ir.literal import LiteralError, parse_literal
 from .ir.shape import ArrayShape, ShapeSyntaxError, TupleShape, parse_shape_prefix
 
-__all__ = ["NATIVE", "TYPE_TABLE", "InputArray", "load_npz", "load_outputs", "save_npz", "encode_arrays", "read_inputs",
-           "parse_input_literal", "bind_arguments", "flatten_leaves", "entry_parameters"]
+__all__ = ["NATIVE", "TYPE_TABLE", "InputArray", "load_npz", "load_outputs", "save_npz",
+           "encode_arrays", "read_inputs", "parse_input_literal", "bind_arguments", "flatten_leaves", "entry_parameters"]
 
 NATIVE = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                     "uint64", "float16", "float32", "float64", "complex64", "complex128"})

@@ -90,8 +90,8 @@ def result_summary(shape, value, *, print_all: bool = False) -> str:
     leaves = flatten_leaves(value, shape)
     if not isinstance(shape, TupleShape):
         return _leaf_text(shapes[0], leaves[0])
-    lines = [f"{shape.no_layout()}: {_count(shape)} elements in {len(shapes)} leaves (out0..out{len(shapes) - 1}; "
-             f"--print-all prints every value)"]
+    lines = [f"{shape.no_layout()}: {_count(shape)} elements in {len(shapes)} leaves "
+             f"(out0..out{len(shapes) - 1}; --print-all prints every value)"]
     for i, (s, v) in enumerate(zip(shapes, leaves)):
         lines.append(f"out{i} = {_leaf_text(s, v)}")
     return "\n".join(lines)

@@ -33,7 +33,6 @@ for _gpu in ("cuda", "rocm", "tpu", "sycl"):
     PENDING[_gpu] = PENDING["gpu"]
     PLATFORMS[_gpu] = "gpu"
 
-_SPECIAL = {"platform"}         # run_hlo_module names without an underscore
 _TRUE, _FALSE = ("", "true", "1", "yes"), ("false", "0", "no")
 
 _NO_PASSES = ("hloc run runs the module as written, with no HLO passes; run `hloc opt "
@@ -94,12 +93,12 @@ def translate(command: str, args: list[str], known: set[str], backends=()) -> li
         if arg == "--":
             out.extend(args[i:])
             break
-        if not arg.startswith("--") or ("_" not in arg.split("=", 1)[0]
-                                        and _split(arg)[0] not in _SPECIAL):
+        if not arg.startswith("--") or arg.split("=", 1)[0] in known:
             out.append(arg)
             i += 1
             continue
         name, value = _split(arg)
+        name = name.replace("-", "_")       # run_hlo_module's names, either spelling
         if name == "input_format":
             value, i = _value(args, i, name, value)
             if value.lower() not in ("hlo", "txt", "text"):
@@ -144,7 +143,7 @@ def translate(command: str, args: list[str], known: set[str], backends=()) -> li
         if name.startswith("xla_"):
             _refuse(name, f"hloc does not read XLA's debug options (`hloc {command} --help` "
                           f"lists what it does)")
-        out.append(arg)
+        out.append(arg)         # click reports it
         i += 1
     if module:
         out.extend(["--", *module] if not any(a == "--" for a in out) else module)

@@ -240,3 +240,25 @@ def test_pass_context_catches_a_dangling_control_edge(monkeypatch):
     assert r.exit_code == 4
     assert "after pass fusion: control predecessor" in r.stderr
     assert "is not an instruction of computation" in r.stderr
+
+
+def test_directory_mode_sniffs_unknown_txt_and_reports_failures(tmp_path):
+    (tmp_path / "pasted.txt").write_text(BEFORE.read_text())          # HLO by content
+    (tmp_path / "notes.txt").write_text("some notes\n")
+    (tmp_path / "broken.before_optimizations.txt").write_text("HloModule m\nENTRY e {\n")
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01")
+    r = invoke("check", tmp_path)
+    assert r.exit_code == 2
+    lines = dict(line.split(": ", 1) for line in r.stdout.splitlines())
+    assert lines[str(tmp_path / "pasted.txt")].startswith("OK")
+    assert lines[str(tmp_path / "notes.txt")] == "skipped: unknown text"
+    assert lines[str(tmp_path / "blob.bin")] == "skipped: unknown"
+    assert lines[str(tmp_path / "broken.before_optimizations.txt")] == "FAILED"
+    assert r.stderr.startswith(f"{tmp_path / 'broken.before_optimizations.txt'}:")
+
+
+def test_empty_directory_is_an_input_error(tmp_path):
+    r = invoke("check", tmp_path)
+    assert r.exit_code == 2 and "no HLO text files" in r.stderr
+    r = invoke("run", tmp_path)
+    assert r.exit_code == 2 and "no HLO text files" in r.stderr

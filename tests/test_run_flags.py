@@ -44,7 +44,8 @@ def invoke(*args, env=None):
     ["--input_format=hlo"], ["--input_format", "hlo"], ["--platform=interpreter"],
     ["--platform", "Interpreter"], ["--reference_platform="], ["--print_all"],
     ["--use_large_float_range"], ["--abs_error_bound=0.1"], ["--random_init_input_literals"],
-    ["--no_verify"], ["--iterations=1"]])
+    ["--no_verify"], ["--iterations=1"], ["--input-format=hlo"], ["--reference-platform="],
+    ["--print-all"]])
 def test_run_hlo_module_spellings_map(mod, flags):
     r = invoke("run", mod, *ARGS, *flags)
     assert r.exit_code == 0, r.output
@@ -68,6 +69,8 @@ def test_input_module_and_print_literals(mod):
     (["--xla_enable_hlo_passes_only=dce"], "no HLO passes"),
     (["--xla_cpu_use_thunk_runtime=false"], "does not read XLA's debug options"),
     (["--input_literals_file=a.pbtxt"], "--inputs"),
+    (["--xla-dump-to=/tmp/x"], "hloc opt MODULE --dump-to DIR"),
+    (["--reference-platform", "cpu"], "--expected OUT.npz"),
 ])
 def test_refused_spellings_say_why_in_one_line(mod, flags, words):
     r = invoke("run", mod, *ARGS, *flags)
@@ -92,6 +95,11 @@ def test_opt_maps_xla_pass_flags(mod, tmp_path):
         "module_0000.add_mod.cpu_after_optimizations.txt", "module_0000.add_mod.debug_options"]
     r = invoke("opt", mod, "--xla_disable_hlo_passes=no-such-pass")
     assert r.exit_code == 2 and "Pass no-such-pass not found" in r.stderr
+
+
+def test_unknown_options_still_get_clicks_error(mod):
+    r = invoke("run", mod, "--no_such_thing")
+    assert r.exit_code == 2 and "No such option" in r.stderr
 
 
 def test_opt_reads_pass_flags_from_xla_flags(mod):
