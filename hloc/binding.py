@@ -3,9 +3,10 @@
 An .npz whose keys are not `in0, in1, ...` binds by name, never silently by position.
 A key names a parameter when it equals, in this order of preference, the parameter's
 name (`p__b1__.1`), the name without XLA's `.N` uniquing suffix (`p__b1__`, `x` for
-`x.1`), the name without JAX's pytree decoration `<arg>__<key>__` (`b1`), or the last
-`____`-separated part of a nested decoration. The first level at which a key matches
-exactly one parameter decides; a key matching several there is ambiguous. Anything
+`x.1`), the pytree path JAX encoded in the name (`params__enc____w__` is
+params['enc']['w']: `enc/w`, `enc.w`, `params/enc/w` or `params.enc.w`), or that path's
+last part (`w`, `b1`). The first level at which a key matches exactly one parameter
+decides; a key matching several there is ambiguous. Anything
 that leaves a parameter or a key unmatched is an InputError listing the module's
 parameters (name, shape) and the file's keys; `positional=True` (the CLI's
 `--positional`) binds in file order instead, and `binding_report` says how.
@@ -22,16 +23,27 @@ from .ir.dtypes import from_numpy
 __all__ = ["name_aliases", "match_names", "describe_parameters", "describe_values"]
 
 _SUFFIX = re.compile(r"\.\d+$")
-_DECORATED = re.compile(r"^[A-Za-z0-9_]*?__(.+)__$")
+# JAX names a pytree leaf by its path with `[`, `]` and `'` turned into `_`:
+# params['enc']['w'] -> params__enc____w__, params['dec'][0] -> params__dec___0_, xs[1] -> xs_1_
+_PATH = re.compile(r"^(?P<root>[A-Za-z0-9]*?(?:_[A-Za-z0-9]+)*?)(?P<path>(?:__.+?__|_\d+_)+)$")
+_SEGMENT = re.compile(r"__(.+?)__|_(\d+)_")
+LEVELS = 4
 
 
-def name_aliases(name: str) -> list[str]:
-    """The spellings that may name a parameter, most exact first (one per level)."""
+def name_aliases(name: str) -> list[set[str]]:
+    """The spellings that may name a parameter, one set per level, most exact first:
+    the name; without `.N`; the pytree path (`enc/w`, `enc.w`, `params/enc/w`); its
+    last part (`w`)."""
     base = _SUFFIX.sub("", name)
-    m = _DECORATED.match(base)
-    inner = m.group(1) if m else base
-    last = inner.split("____")[-1]
-    return [name, base, inner, last]
+    m = _PATH.match(base)
+    if m is None:
+        return [{name}, {base}, set(), set()]
+    parts = [a or b for a, b in _SEGMENT.findall(m.group("path"))]
+    root = m.group("root")
+    paths = {"/".join(parts), ".".join(parts)}
+    if root:
+        paths |= {"/".join([root, *parts]), ".".join([root, *parts])}
+    return [{name}, {base}, paths, {parts[-1]}]
 
 
 def _shape_text(value) -> str:
@@ -61,8 +73,8 @@ def match_names(params, inputs, source: str) -> list:
     problems: list[str] = []
     for inp in inputs:
         chosen = None
-        for level in range(4):
-            hits = [n for n, a in enumerate(aliases) if a[level] == inp.name]
+        for level in range(LEVELS):
+            hits = [n for n, a in enumerate(aliases) if inp.name in a[level]]
             if len(hits) > 1:
                 problems.append(f"key {inp.name!r} could name "
                                 + " or ".join(params[n].name for n in hits))
@@ -88,7 +100,7 @@ def match_names(params, inputs, source: str) -> list:
             f"{'; '.join(problems)}\n"
             f"  module parameters: {describe_parameters(params)}\n"
             f"  keys of {source}: {describe_values(inputs)}\n"
-            f"  (keys bind as in0, in1, ..., as a parameter's name, or as that name without "
-            f"XLA's .N suffix or JAX's arg__key__ decoration; --positional binds in file "
-            f"order)")
+            f"  (keys bind as in0, in1, ..., as a parameter's name, that name without XLA's .N "
+            f"suffix, or the JAX pytree path in it (enc/w or w for params__enc____w__); "
+            f"--positional binds in file order)")
     return [bound[n] for n in range(len(params))]

@@ -81,8 +81,8 @@ flags are refused with what to do instead.
 
 \b
 Inputs: one .npz with keys in0, in1, ... or keys that name the parameters (exactly,
-without XLA's .N suffix, or without JAX's arg__key__ decoration), else an error listing
-both sides; --positional binds the file's arrays in stored order instead. Several .npy /
+without XLA's .N suffix, or as the JAX pytree path in the name: enc/w, enc.w or w for
+params__enc____w__.1), else an error listing both sides; --positional binds the file's arrays in stored order instead. Several .npy /
 .npz files bind in the order given. Without inputs the arguments are made as
 run_hlo_module's MakeFakeArguments makes them: the same constraints (indices in range,
 reducer identities, unique sort keys), seeded, but not the same random bits.

@@ -163,5 +163,13 @@ def hint_for(path: str) -> str | None:
         kind = _by_content(path)
     if kind is None or kind == HLO:
         return None
-    return (f"this file looks like {kind}, not HLO text (XLA writes such files beside the "
-            f"*.before_optimizations.txt / *after_optimizations.txt dumps)")
+    return (f"this file looks like {_PHRASE.get(kind, kind)}, not HLO text (XLA writes such "
+            f"files beside the *.before_optimizations.txt / *after_optimizations.txt dumps)")
+
+
+_PHRASE = {"object file": "an object file", "buffer assignment": "a buffer assignment",
+           "memory usage report": "a memory usage report",
+           "buffer live ranges": "a buffer live-range report",
+           "debug options": "XLA debug options", "textproto": "a textproto",
+           "HLO proto (binary)": "a binary HLO proto", "graph": "a graph",
+           "npz": "an npz archive", "npy": "an npy array"}

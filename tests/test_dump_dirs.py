@@ -85,10 +85,12 @@ def test_pick_takes_the_named_file():
     assert r.exit_code == 2 and "no HLO file name contains 'no-such-name'" in r.stderr
 
 
-@pytest.mark.parametrize("suffix,kind", [(".ll", "LLVM IR"), (".o", "object file"),
-                                         (".debug_options", "debug options"),
+@pytest.mark.parametrize("suffix,kind", [(".ll", "LLVM IR"), (".o", "an object file"),
+                                         (".debug_options", "XLA debug options"),
                                          ("module.mlir", "StableHLO (MLIR)"),
-                                         ("buffer-assignment.txt", "buffer assignment")])
+                                         ("topology.textproto", "a textproto"),
+                                         ("mlp_step.npz", "an npz archive"),
+                                         ("buffer-assignment.txt", "a buffer assignment")])
 def test_named_non_hlo_file_gets_a_hint(suffix, kind):
     path = next(p for p in _files() if p.endswith(suffix))
     r = invoke("check", path)
@@ -163,6 +165,30 @@ def test_ambiguous_key_is_refused(tmp_path):
                                      "x.2": np.float32(30)})
     r = invoke("run", mod, "--inputs", tmp_path / "ok.npz")
     assert r.exit_code == 0 and r.stdout == "f32[] 33\n"
+
+
+NESTED = """HloModule jit_f
+ENTRY main {
+  params__dec___0_.1 = f32[] parameter(0)
+  params__enc____w__.1 = f32[] parameter(1)
+  xs_1_.1 = f32[] parameter(2)
+  d = f32[] multiply(params__dec___0_.1, xs_1_.1)
+  ROOT s = f32[] subtract(d, params__enc____w__.1)
+}
+"""
+
+
+@pytest.mark.parametrize("keys", [("dec/0", "enc/w", "xs/1"), ("params.dec.0", "w", "xs.1"),
+                                  ("params__dec___0_", "params__enc____w__.1", "xs_1_")])
+def test_jax_pytree_paths_bind(tmp_path, keys):
+    """JAX's names for params['dec'][0], params['enc']['w'] and xs[1] (jax 0.10.2)."""
+    mod = tmp_path / "nested.hlo"
+    mod.write_text(NESTED)
+    values = dict(zip(keys, (np.float32(3), np.float32(1), np.float32(5))))
+    np.savez(tmp_path / "in.npz", **dict(reversed(values.items())))
+    r = invoke("run", mod, "--inputs", tmp_path / "in.npz")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == "f32[] 14\n"                     # 3 * 5 - 1
 
 
 # ---------------------------------------------------------------------------
