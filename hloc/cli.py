@@ -90,30 +90,33 @@ def check(files, no_verify):
     import os
 
     from .cli_common import cli_progress
-    from .dumpdir import scan
+    from .dumpdir import HLO, Entry, scan
     from .progress import NULL
-    progress = cli_progress()
     worst = 0
+    work: list[Entry] = []          # in order: files to check and files to skip
+    for path in files:
+        if path != "-" and os.path.isdir(path):
+            entries = scan(path)
+            if not any(e.is_hlo for e in entries):
+                click.echo(f"error: {path}: a directory with no HLO text files", err=True)
+                worst = 2
+            work.extend(entries)
+        else:
+            work.append(Entry(path, HLO))
+    to_check = sum(e.is_hlo for e in work)
+    progress = cli_progress()
+    # One file: its phases. Several: a bar, unless stdout's own lines are on the terminal.
+    bar = (progress if to_check > 1 and not sys.stdout.isatty() else NULL).bar(to_check,
+                                                                              "check")
     try:
-        for path in files:
-            if path != "-" and os.path.isdir(path):
-                entries = scan(path)
-                hlo = [e for e in entries if e.is_hlo]
-                if not hlo:
-                    click.echo(f"error: {path}: a directory with no HLO text files", err=True)
-                    worst = max(worst, 2)
-                # On a terminal stdout's per-file lines are the progress; a bar would
-                # share their line.
-                bar = (NULL if sys.stdout.isatty() else progress).bar(len(hlo), "check")
-                for e in entries:
-                    if e.is_hlo:
-                        bar.step(os.path.basename(e.path))
-                        worst = max(worst, _check_one(e.path, no_verify, NULL))
-                    else:
-                        click.echo(f"{e.path}: skipped: {e.kind}")
-                bar.close()
-            else:
-                worst = max(worst, _check_one(path, no_verify, progress))
+        for e in work:
+            if not e.is_hlo:
+                click.echo(f"{e.path}: skipped: {e.kind}")
+                continue
+            bar.step(os.path.basename(e.path))
+            worst = max(worst, _check_one(e.path, no_verify,
+                                          progress if to_check == 1 else NULL))
+        bar.close()
     finally:
         progress.close()
     sys.exit(worst)

@@ -5,7 +5,7 @@
 `--backend interpreter`, `--print_literals` `--print-literals`, `--xla_dump_to=D`
 (opt) `--dump-to D`, ... and any `--some_option` whose hyphenated form is one of the
 command's options is accepted as that option. A spelling hloc understands but does not
-do raises a click.UsageError with one line saying what hloc does instead. The back ends
+do raises FlagError: one `error:` line saying what hloc does instead. The back ends
 behind `--platform` come from PLATFORMS; a platform whose back end is not registered
 in hloc.runner.BACKENDS is refused with PENDING's reason, so enabling `cpu` is adding
 the back end (and, if its name differs, editing PLATFORMS). `pass_flags_from_env(text)`
@@ -18,7 +18,9 @@ import shlex
 
 import click
 
-__all__ = ["translate", "pass_flags_from_env", "PLATFORMS", "PENDING"]
+from .diagnostics import InputError
+
+__all__ = ["translate", "pass_flags_from_env", "PLATFORMS", "PENDING", "FlagError"]
 
 # --platform / --reference_platform value -> hloc back-end name (hloc.runner.BACKENDS).
 PLATFORMS = {"interpreter": "interpreter", "cpu": "cpu", "host": "cpu"}
@@ -61,8 +63,12 @@ def _split(arg: str) -> tuple[str, str | None]:
     return name, (value if eq else None)
 
 
+class FlagError(InputError):
+    """A run_hlo_module / XLA spelling hloc understands but does not do (exit 2)."""
+
+
 def _refuse(flag: str, why: str):
-    raise click.UsageError(f"--{flag}: {why}")
+    raise FlagError(f"--{flag}: {why}")
 
 
 def _platform(flag: str, value: str, backends) -> list[str]:
