@@ -55,7 +55,10 @@ _REFUSED = {
 }
 _OPT_MAP = {"xla_dump_to": "--dump-to", "xla_disable_hlo_passes": "--disable-passes",
             "xla_enable_hlo_passes_only": "--enable-passes-only",
+            "xla_dump_hlo_pass_re": "--dump-pass-re",
             "input_module": None}     # None: the module argument
+# Flags that ask for what hloc opt does anyway (its dumps are HLO text).
+_OPT_NOOP = {"xla_dump_hlo_as_text"}
 
 
 def _split(arg: str) -> tuple[str, str | None]:
@@ -128,6 +131,9 @@ def translate(command: str, args: list[str], known: set[str], backends=()) -> li
                 i += 1
                 continue
             _refuse(name, "without --inputs hloc always makes fake arguments")
+        if command == "opt" and name in _OPT_NOOP and (value or "").lower() in _TRUE:
+            i += 1
+            continue
         if command == "opt" and _OPT_MAP.get(name):
             value, i = _value(args, i, name, value)
             out.extend([_OPT_MAP[name], value])

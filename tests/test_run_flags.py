@@ -88,11 +88,14 @@ def test_platform_table_follows_the_registered_backends(mod, monkeypatch):
 
 
 def test_opt_maps_xla_pass_flags(mod, tmp_path):
-    r = invoke("opt", mod, f"--xla_dump_to={tmp_path / 'd'}", "--xla_disable_hlo_passes=dce")
+    r = invoke("opt", mod, f"--xla_dump_to={tmp_path / 'd'}", "--xla_dump_hlo_as_text",
+               "--xla_disable_hlo_passes=dce")
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == [
         "module_0000.add_mod.before_optimizations.txt",
         "module_0000.add_mod.cpu_after_optimizations.txt", "module_0000.add_mod.debug_options"]
+    r = invoke("opt", mod, "--xla_dump_hlo_module_re=.*")
+    assert r.exit_code == 2 and "does not read XLA's debug options" in r.stderr
     r = invoke("opt", mod, "--xla_disable_hlo_passes=no-such-pass")
     assert r.exit_code == 2 and "Pass no-such-pass not found" in r.stderr
 
