@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from .diagnostics import HlocError
+from .diagnostics import HlocError, InputError
 
 
 class _Group(click.Group):
@@ -141,7 +141,7 @@ def fmt(file, output, short, pick):
             with open(output, "w") as f:
                 f.write(text)
         except OSError as e:
-            raise HlocError(f"{output}: {e.strerror}") from None
+            raise InputError(f"{output}: cannot write: {e.strerror}") from None
     else:
         click.echo(text, nl=False)
 

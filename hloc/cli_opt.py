@@ -8,7 +8,7 @@ import re
 
 import click
 
-from .diagnostics import HlocError
+from .diagnostics import HlocError, InputError
 
 _MODULE_ID = re.compile(r"(?:^|[/\\])module_(\d+)\.[^/\\]*$")
 
@@ -171,6 +171,6 @@ def opt(module, output, pipeline, passes, list_passes, disable_passes, enable_pa
             with open(output, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError as e:
-            raise HlocError(f"{output}: {e.strerror}") from None
+            raise InputError(f"{output}: cannot write: {e.strerror}") from None
     else:
         click.echo(text, nl=False)

@@ -201,3 +201,36 @@ def test_quiet_flag_and_non_terminal_stderr(mod):
     r = invoke("--quiet", "run", mod, *ARGS)
     assert r.exit_code == 0 and r.stdout == OUT
     assert not any(line.startswith("hloc: ") for line in r.stderr.splitlines())
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_cli_progress_follows_terminal_quiet_and_no_color(monkeypatch):
+    import sys
+
+    import click
+
+    from hloc.cli_common import cli_progress
+    monkeypatch.setattr(sys, "stderr", _Tty())
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    p = cli_progress()
+    assert p.enabled and p.color
+    p.close()
+    monkeypatch.setenv("NO_COLOR", "1")
+    p = cli_progress()
+    assert p.enabled and not p.color
+    p.close()
+    with click.Context(main) as ctx:
+        ctx.params["quiet"] = True
+        assert cli_progress() is NULL
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert cli_progress() is NULL
+
+
+def test_write_errors_are_input_errors(mod, tmp_path):
+    for command in ("fmt", "opt"):
+        r = invoke(command, mod, "-o", tmp_path / "no-such-dir" / "o.hlo")
+        assert r.exit_code == 2 and "cannot write" in r.stderr, r.output
