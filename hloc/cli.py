@@ -65,11 +65,16 @@ def main(debug, quiet):
               help="FILE is a dump directory: take the HLO file whose name contains TEXT.")
 def fmt(file, output, short, pick):
     """Print the module(s) in FILE as XLA prints them."""
-    from .cli_common import load_modules
+    from .cli_common import cli_progress, load_modules
     from .printer import PrintOptions, module_to_text
     opts = PrintOptions.short_parsable() if short else PrintOptions()
-    _, modules = load_modules(file, command="fmt", pick=pick)
-    text = "---\n".join(module_to_text(m, opts) for m in modules)
+    progress = cli_progress()
+    try:
+        _, modules = load_modules(file, command="fmt", pick=pick, progress=progress)
+        with progress.phase("print"):
+            text = "---\n".join(module_to_text(m, opts) for m in modules)
+    finally:
+        progress.close()
     if output:
         try:
             with open(output, "w") as f:
