@@ -6,6 +6,7 @@ Python API:
     out = hloc.run(module, x, y)           # run the ENTRY computation (also module.run(x, y))
     out = module.run(x, backend="interpreter")
     args = hloc.fake_arguments(module, seed=42)   # run_hlo_module-style random inputs
+    outs = hloc.load_outputs("out.npz")    # `hloc run --output` leaves, real dtypes (bf16 ...)
 
 `run` takes one value per ENTRY parameter: NumPy arrays of exactly the parameter's
 element type (ml_dtypes for bf16, f8, int4 ...) and dimensions, or Python numbers and
@@ -46,6 +47,13 @@ def fake_arguments(module, *, seed: int = 42, use_large_float_range: bool = Fals
     """Seeded random arguments honouring index / init-value / sort-key constraints."""
     from .fake_args import make_fake_arguments
     return make_fake_arguments(module, seed=seed, use_large_float_range=use_large_float_range)
+
+
+def load_outputs(path) -> list:
+    """The out0, out1, ... arrays of an .npz written by `hloc run --output` (or in the
+    testdata convention), in order, as NumPy / ml_dtypes arrays (bf16 is bfloat16)."""
+    from .inputs import load_outputs as _load
+    return _load(path)
 
 
 def _module_run(self, *args, backend: str = "interpreter", seed: int = 42):
