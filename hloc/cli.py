@@ -231,8 +231,10 @@ def run(module, inputs, literals, seed, use_large_float_range, backend, iteratio
 
 
 def _add_commands() -> None:
+    from .cli_graph import graph
     from .cli_opt import opt
     main.add_command(opt)
+    main.add_command(graph)
 
 
 _add_commands()
