@@ -121,3 +121,32 @@ def test_page_in_chromium(browser, tmp_path, dump, target, layout):
                            ',' + document.querySelectorAll('#graph g.node.user').length""")
     assert marked == "2,1"          # dot_general.10's two operands and one user
     assert b.errors() == []
+
+
+def test_views_pan_and_zoom(browser, tmp_path):
+    """A module drawn per computation: the view picker switches views; the wheel zooms
+    and a drag pans (both move the viewBox)."""
+    m = hloc.parse_file(DUMPS / "mlp_train_step.before_optimizations.hlo")
+    vs = views(m, max_nodes=100)
+    page = tmp_path / "mlp.views.html"
+    page.write_text(graph_html(m, layout="dagre", max_nodes=100), encoding="utf-8")
+    b = browser
+    b.events.clear()
+    b.navigate(page.as_uri())
+    b.wait_for("!!document.querySelector('#graph g.node')", timeout=120)
+    assert b.evaluate("document.getElementById('view').options.length") == len(vs)
+    assert "over the limit of 100" in b.evaluate("document.getElementById('notes').textContent")
+    b.evaluate("""(() => { const s = document.getElementById('view'); s.value = '2';
+                           s.dispatchEvent(new Event('change')); })()""")
+    b.wait_for(f"document.querySelectorAll('#graph g.node').length == {len(vs[2].nodes)}")
+    box = "document.getElementById('graph').getAttribute('viewBox')"
+    before = b.evaluate(box)
+    b.call("Input.dispatchMouseEvent", type="mouseWheel", x=500, y=400, deltaX=0, deltaY=-300)
+    b.wait_for(f"{box} != {json.dumps(before)}", timeout=10)
+    zoomed = [float(v) for v in b.evaluate(box).split()]
+    assert zoomed[2] < [float(v) for v in before.split()][2]        # narrower: zoomed in
+    for kind, x in (("mousePressed", 600), ("mouseMoved", 700), ("mouseReleased", 700)):
+        b.call("Input.dispatchMouseEvent", type=kind, x=x, y=400, button="left")
+    panned = [float(v) for v in b.evaluate(box).split()]
+    assert panned[0] < zoomed[0] and panned[2] == pytest.approx(zoomed[2])
+    assert b.errors() == [] and b.requests() == [page.as_uri()]

@@ -1,8 +1,8 @@
 """One self-contained, offline HTML page for a list of views.
 
-The page holds the views as JSON, the viewer script and style (assets/viewer.*), and either
+The page holds the views as JSON, the viewer script and style (viewer.js/.css), and either
 Graphviz's SVG of each view (when hloc had `dot` to make it) or the vendored dagre layout
-library (assets/dagre.min.js, @dagrejs/dagre 3.1.3, MIT, see assets/dagre.LICENSE) that
+library (dagre.min.js, @dagrejs/dagre 3.1.3, MIT, see dagre.LICENSE) that
 lays the view out in the browser. A Content-Security-Policy forbids every network fetch.
 Dump text enters the page only as escaped JSON (and inside Graphviz's escaped SVG).
 """
@@ -20,7 +20,7 @@ _CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inlin
 
 
 def asset(name: str) -> str:
-    return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
 def _dagre_script() -> str:
