@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 
 import hloc
-from hloc.graph import graph_html, to_dot, views
+from corpus import WILD, XLA, needs_corpus, xla_files
+from hloc.diagnostics import HlocError
+from hloc.graph import graph_html, to_dot, to_html, views
 from hloc.graph.colours import scheme_for
 from hloc.graph.graphviz import GraphvizMissing, find_dot, render
+from hloc.syntax import parse_modules, read_text
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAPH = ROOT / "testdata" / "graph"
@@ -162,7 +165,7 @@ def test_svg_and_png_through_graphviz(tmp_path):
     r = _cli(str(GRAPH / "while.hlo"), "-o", str(tmp_path / "w.png"))
     assert (tmp_path / "w.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = graph_html(_parse(GRAPH / "while.hlo"), layout="graphviz")
-    assert '<div id="gv-0" hidden><svg' in page and "var dagre=" not in page
+    assert '<template id="gv-0"><svg' in page and "var dagre=" not in page
 
 
 def test_html_is_self_contained_and_escaped():
@@ -220,3 +223,23 @@ def test_vendored_layout_library_is_the_pinned_one():
     for f in assets.iterdir():
         if f.is_file() and f.suffix not in (".py", ".pyc"):
             assert any(f.match(g) for g in globs), f.name
+
+
+@needs_corpus
+def test_every_corpus_module_draws():
+    """Every module of XLA's test corpus and the wild dumps that parses also draws (DOT
+    and HTML), verified or not: a dump is untrusted input."""
+    files = [XLA / f for f in xla_files(expect="parse_ok")] + sorted(WILD.glob("*.txt"))
+    drawn = 0
+    for path in files:
+        try:
+            modules = parse_modules(read_text(path), str(path))
+        except HlocError:
+            continue
+        for m in modules:
+            vs = views(m)
+            for v in vs:
+                to_dot(v)
+            to_html(vs, m.name)
+            drawn += 1
+    assert drawn >= 1600, drawn

@@ -73,11 +73,7 @@ def _colour_counts(b: Browser, png: bytes) -> dict:
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dump,target", CASES, ids=[c[0].split(".")[0] for c in CASES])
 def test_page_in_chromium(browser, tmp_path, dump, target, layout):
-    if layout == "graphviz" and find_dot() is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("Graphviz is not installed (CI must install it: apt-get install "
-                        "graphviz)")
-        pytest.skip("Graphviz `dot` is not installed")
+    _need_graphviz(layout)
     m = hloc.parse_file(DUMPS / f"{dump}.hlo")
     page = tmp_path / f"{dump}.{layout}.html"
     page.write_text(graph_html(m, layout=layout), encoding="utf-8")
@@ -123,13 +119,23 @@ def test_page_in_chromium(browser, tmp_path, dump, target, layout):
     assert b.errors() == []
 
 
-def test_views_pan_and_zoom(browser, tmp_path):
+def _need_graphviz(layout):
+    if layout == "graphviz" and find_dot() is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Graphviz is not installed (CI must install it: apt-get install "
+                        "graphviz)")
+        pytest.skip("Graphviz `dot` is not installed")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_views_pan_and_zoom(browser, tmp_path, layout):
     """A module drawn per computation: the view picker switches views; the wheel zooms
     and a drag pans (both move the viewBox)."""
+    _need_graphviz(layout)
     m = hloc.parse_file(DUMPS / "mlp_train_step.before_optimizations.hlo")
     vs = views(m, max_nodes=100)
     page = tmp_path / "mlp.views.html"
-    page.write_text(graph_html(m, layout="dagre", max_nodes=100), encoding="utf-8")
+    page.write_text(graph_html(m, layout=layout, max_nodes=100), encoding="utf-8")
     b = browser
     b.events.clear()
     b.navigate(page.as_uri())

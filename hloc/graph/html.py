@@ -68,7 +68,8 @@ def to_html(views: list[View], title: str, svgs: list[str | None] | None = None)
     engine = "graphviz" if all(s is not None for s in svgs) else \
         "dagre" if all(s is None for s in svgs) else "graphviz+dagre"
     data = {"engine": engine, "views": [view_json(v) for v in views]}
-    pre = "".join(f'<div id="gv-{i}" hidden>{_svg_body(s)}</div>\n'
+    # <template>: the SVGs stay out of the document (no duplicate ids) until one is shown.
+    pre = "".join(f'<template id="gv-{i}">{_svg_body(s)}</template>\n'
                   for i, s in enumerate(svgs) if s is not None)
     layout = "" if engine == "graphviz" else f"<script>{_dagre_script()}</script>\n"
     return f"""<!DOCTYPE html>

@@ -245,7 +245,8 @@ class _Builder:
         comp = inst.parent
         if inst.opcode == "parameter" and comp is not self.spec.top:
             caller = self.fusion_of.get(id(comp))
-            if caller is not None:
+            # An unverified module may have fewer fusion operands than parameters.
+            if caller is not None and 0 <= inst.parameter_number < len(caller.operands):
                 op = caller.operands[inst.parameter_number]
                 self.pending.append((op, nid, {"to_name": inst.name}))
             return

@@ -169,7 +169,7 @@
     cur.els[id].classList.add('selected');
     var ops = [], users = [];
     cur.view.edges.forEach(function (e) {
-      var ee = document.getElementById(e.id);
+      var ee = cur.svg.querySelector('#' + e.id);
       if (e.dst === id) { ops.push(e.src); if (ee) { ee.classList.add('in-edge'); } }
       if (e.src === id) { users.push(e.dst); if (ee) { ee.classList.add('out-edge'); } }
     });
@@ -224,7 +224,7 @@
     var svg;
     var pre = document.getElementById('gv-' + index);
     if (pre) {
-      svg = pre.querySelector('svg').cloneNode(true);
+      svg = pre.content.querySelector('svg').cloneNode(true);
     } else {
       svg = drawDagre(view);
     }
