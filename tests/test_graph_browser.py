@@ -155,4 +155,15 @@ def test_views_pan_and_zoom(browser, tmp_path, layout):
         b.call("Input.dispatchMouseEvent", type=kind, x=x, y=400, button="left")
     panned = [float(v) for v in b.evaluate(box).split()]
     assert panned[0] < zoomed[0] and panned[2] == pytest.approx(zoomed[2])
+    # A collapsed call links to the view drawing its callee.
+    b.evaluate("(() => { const s = document.getElementById('view'); s.value = '0';"
+               " s.dispatchEvent(new Event('change')); })()")
+    index = {v.computation: i for i, v in enumerate(vs)}
+    caller = next(n for n in vs[0].nodes if n.calls and n.calls[0] in index)
+    target = index[caller.calls[0]]
+    b.evaluate(f"hlocViewer.select({json.dumps(caller.id)})")
+    b.evaluate("document.querySelector('#panel .calls a').click()")
+    b.wait_for(f"document.getElementById('view').value == '{target}' && "
+               f"document.querySelectorAll('#graph g.node').length == "
+               f"{len(vs[target].nodes)}")
     assert b.errors() == [] and b.requests() == [page.as_uri()]

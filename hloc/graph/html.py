@@ -39,13 +39,14 @@ def view_json(view: View) -> dict:
                       "fill": s.fill, "stroke": s.stroke, "font": s.font,
                       "dashed": "dashed" in s.style, "shape": n.shape,
                       "tooltip": n.tooltip, "text": n.text, "cluster": n.cluster,
-                      "computation": n.computation})
+                      "computation": n.computation, "calls": n.calls})
     edges = [{"id": e.id, "src": e.src, "dst": e.dst, "label": e.label, "kind": e.kind,
               "small": e.small, "tooltip": e.tooltip} for e in view.edges]
     clusters = [{"id": c.id, "parent": c.parent, "title": c.title, "lines": c.lines,
                  "kind": c.kind, "fill": c.fill, "stroke": c.stroke,
                  "computation": c.computation} for c in view.clusters]
-    return {"title": view.title, "notes": view.notes, "nodes": nodes, "edges": edges,
+    return {"title": view.title, "computation": view.computation, "notes": view.notes,
+            "nodes": nodes, "edges": edges,
             "clusters": clusters}
 
 

@@ -35,6 +35,7 @@ class Node:
     cluster: str | None
     computation: str
     opcode: str = ""
+    calls: list[str] = field(default_factory=list)   # callees not drawn in this view
 
 
 @dataclass
@@ -66,6 +67,7 @@ class Cluster:
 class View:
     title: str
     notes: list[str]
+    computation: str = ""         # the computation drawn
     nodes: list[Node] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
     clusters: list[Cluster] = field(default_factory=list)
@@ -99,7 +101,7 @@ class _Builder:
         self.spec = spec
         self.fusions = fusions
         self.stack = StackIndex(module.stack_frames) if module.stack_frames else None
-        self.view = View(spec.title, list(spec.notes))
+        self.view = View(spec.title, list(spec.notes), spec.top.name)
         self.node_of: dict[int, str] = {}
         self.cluster_of: dict[int, str] = {}
         self.expanded: set[int] = set()   # fusions drawn as clusters
@@ -207,28 +209,34 @@ class _Builder:
             if op == "fusion":
                 op += f":{inst.attrs.get('kind', '')}"
             title, lines = op, [inst.name]
-        lines += self._callee_lines(inst)
+        calls = self._collapsed_callees(inst)
+        lines += self._callee_lines(inst, calls)
         lines += self._inlined_operands(inst)
         lines.append(_node_shape_text(inst))
         text = instruction_to_text(inst, is_root=is_root)
         self.view.nodes.append(Node(nid, inst.name, title, lines, scheme,
                                     "ellipse" if inst.opcode == "while" else "rect",
                                     tooltip(inst, self.stack), text, cluster, comp.name,
-                                    inst.opcode))
+                                    inst.opcode, [c.name for c in calls]))
         self._incoming(inst, nid, state)
 
-    def _callee_lines(self, inst) -> list[str]:
-        comps = inst.called_computations()
-        lines = []
+    def _collapsed_callees(self, inst) -> list:
+        """Called computations neither drawn here as clusters nor trivial."""
         drawn = set()
         if self.spec.nested or id(inst) in self.expanded:
             drawn = {id(c) for c in shown_callees(inst, self.fusions)}
+        return [c for c in inst.called_computations() if id(c) not in drawn and
+                (inst.opcode == "fusion" or not is_trivial(c))]
+
+    def _callee_lines(self, inst, collapsed) -> list[str]:
+        comps = inst.called_computations()
+        lines = []
         for i, comp in enumerate(comps):
             if inst.opcode != "fusion" and is_trivial(comp):
                 what = comp.root.opcode
                 lines.append(f"Subcomputation: {what}" if len(comps) == 1
                              else f"Subcomputation {i}: {what}")
-            elif id(comp) not in drawn:
+            elif comp in collapsed:
                 lines.append(f"calls: {comp.name}")
         return lines
 

@@ -195,6 +195,19 @@
       });
       panel.appendChild(p);
     });
+    var callees = (n.calls || []).filter(function (c) { return c in viewOf; });
+    if (callees.length) {
+      var p = document.createElement('div'); p.className = 'calls';
+      p.appendChild(document.createTextNode('calls (own view): '));
+      callees.forEach(function (c) {
+        var a = document.createElement('a'); a.href = '#'; a.textContent = c;
+        a.addEventListener('click', function (ev) {
+          ev.preventDefault(); picker.value = viewOf[c]; showView(viewOf[c]);
+        });
+        p.appendChild(a); p.appendChild(document.createTextNode(' '));
+      });
+      panel.appendChild(p);
+    }
     panel.hidden = false;
   }
 
@@ -262,7 +275,9 @@
     setBox(svg, {x: c.x - w / 2, y: c.y - h * 0.75, w: w, h: h});
   }
 
+  var viewOf = {};     // computation name -> the view drawing it
   DATA.views.forEach(function (v, i) {
+    if (v.computation && !(v.computation in viewOf)) { viewOf[v.computation] = i; }
     var o = document.createElement('option'); o.value = i; o.textContent = v.title;
     picker.appendChild(o);
   });
