@@ -243,6 +243,11 @@ class _Builder:
     def _inlined_operands(self, inst) -> list[str]:
         ops = inst.operands
         lines = []
+        fusion = self.fusion_of.get(id(inst.parent)) if inst.opcode == "parameter" else None
+        if fusion is not None and inst.parameter_number < len(fusion.operands):
+            bound = fusion.operands[inst.parameter_number]     # XLA shows a bound constant
+            if bound.opcode == "constant" and not self._has_node(bound):
+                lines.append(f"= {_constant_text(bound)}")
         for i, op in enumerate(ops):
             if op.opcode == "constant" and not self._has_node(op):
                 head = f"operand {i}" if len(ops) > 1 else "operand"
