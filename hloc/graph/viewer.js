@@ -36,9 +36,23 @@
     return [w + 16, h];
   }
 
+  // network-simplex ranks best; tight-tree is several times faster on big views.
   function drawDagre(view) {
+    var big = view.nodes.length > 600;
+    var rankers = big ? ['tight-tree', 'network-simplex'] : ['network-simplex', 'tight-tree'];
+    for (var i = 0; ; i++) {
+      try {
+        return layoutDagre(view, rankers[i]);
+      } catch (err) {        // dagre throws on some inputs with one ranker and not the other
+        if (i + 1 === rankers.length) { throw err; }
+      }
+    }
+  }
+
+  function layoutDagre(view, ranker) {
     var g = new dagre.graphlib.Graph({compound: true, multigraph: true});
-    g.setGraph({rankdir: 'TB', nodesep: 24, ranksep: 36, edgesep: 10, marginx: 20, marginy: 20});
+    g.setGraph({rankdir: 'TB', nodesep: 24, ranksep: 36, edgesep: 10, marginx: 20, marginy: 20,
+                ranker: ranker});
     g.setDefaultEdgeLabel(function () { return {}; });
     view.clusters.forEach(function (c) { g.setNode(c.id, {}); });
     view.clusters.forEach(function (c) { if (c.parent) { g.setParent(c.id, c.parent); } });
@@ -161,6 +175,7 @@
   }
 
   function select(id) {
+    if (!cur) { return; }
     ['selected', 'operand', 'user', 'in-edge', 'out-edge'].forEach(clearMarks);
     cur.svg.classList.toggle('focus', !!id);
     panel.replaceChildren();
@@ -213,6 +228,7 @@
 
   var hits = [], hitIndex = 0;
   function runSearch(step) {
+    if (!cur) { return; }
     var q = search.value.trim().replace(/^%/, '').toLowerCase();
     clearMarks('found'); clearMarks('current');
     hits = [];
@@ -239,7 +255,14 @@
     if (pre) {
       svg = pre.content.querySelector('svg').cloneNode(true);
     } else {
-      svg = drawDagre(view);
+      try {
+        svg = drawDagre(view);
+      } catch (err) {
+        notes.textContent = 'The dagre layout failed on this view (' + err.message +
+          '); draw it with Graphviz (hloc graph -o OUT.svg) or draw less (--around).';
+        cur = null;
+        return;
+      }
     }
     svg.removeAttribute('width'); svg.removeAttribute('height');
     svg.setAttribute('preserveAspectRatio', 'xMidYMid meet');
@@ -288,7 +311,7 @@
     if (ev.key === 'Enter') { ev.preventDefault(); runSearch(true); }
   });
   document.getElementById('fit').addEventListener('click', function () {
-    setBox(cur.svg, cur.full);
+    if (cur) { setBox(cur.svg, cur.full); }
   });
   showView(0);
   window.hlocViewer = {select: select, show: showView, current: function () { return cur; }};
