@@ -1,13 +1,14 @@
 """Node colours by kind, as XLA's hlo_graph_dumper paints them.
 
 The schemes (fill, stroke, font) are XLA's NodeColorsForScheme (Material colours) and
-`scheme_for` follows HloDotDumper::GetInstructionColor: elementwise ops yellow (white
-when scalar), data movement green (white when scalar or fused), reductions purple,
-dot/convolution/fft dark blue, parameters orange (dark orange when large), control flow
-and custom calls dark green, collectives brown, fusion/map grey, bookkeeping white.
-What an op *is* comes from its OpDef traits where the registry has the trait
-(elementwise, collective); the rest is the dumper's own table, kept here because it is a
-drawing choice, not a fact about the op.
+`scheme_for` follows HloDotDumper::GetInstructionColor as jaxlib 0.10.2's XLA has it
+(checked against the DOT that `--xla_dump_hlo_as_dot` writes, tests/test_graph.py):
+elementwise ops and bookkeeping white, broadcast and dynamic-update-slice yellow, data
+movement green, reductions and gather purple, dot/convolution/fft dark blue, parameters
+orange (dark orange when large), control flow and custom calls dark green, collectives
+brown, fusion/map grey. What an op *is* comes from its OpDef traits where the registry has
+the trait (elementwise, collective); the rest is the dumper's own table, kept here because
+it is a drawing choice, not a fact about the op.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ SCHEMES = {
     "orange": Scheme("filled", "#ffe0b2", "#cbae82", "black"),
     "purple": Scheme("filled", "#e1bee7", "#af8eb5", "black"),
     "red": Scheme("filled", "#ffcdd2", "#cb9ca1", "black"),
-    "white": Scheme("filled", "white", "black", "black"),
+    "white": Scheme("filled", "white", "#9e9e9e", "black"),
     "yellow": Scheme("filled", "#fff9c4", "#cbc693", "black"),
     # Some operands or users are not drawn (XLA's kDashedBorder).
     "dashed": Scheme("filled,dashed", "white", "#757575", "#757575"),
@@ -48,26 +49,23 @@ FUSION_CLUSTER = ("#f5f5f5", "#c2c2c2")
 FUSION_CLUSTER_HIGHLIGHT = ("#ffcdd2", "#b71c1c")
 
 # GetInstructionColor's cases for ops the registry does not mark elementwise/collective.
-_YELLOW = {"bitcast-convert", "clamp", "convert", "iota", "rng", "rng-get-and-update-state",
-           "rng-bit-generator", "select", "slice", "sort", "stochastic-convert"}
-_WHITE = {"bitcast", "get-tuple-element", "after-all", "add-dependency", "tuple",
-          "opt-barrier", "constant"}
-_MOVEMENT = {"concatenate", "dynamic-slice", "gather", "pad", "reshape", "dynamic-reshape",
-             "reverse", "transpose"}
 _BY_OPCODE = {
-    "copy": "green", "copy-start": "green", "copy-done": "green",
-    "convolution": "dark_blue", "dot": "dark_blue", "fft": "dark_blue",
-    "triangular-solve": "dark_blue", "cholesky": "dark_blue",
-    "reduce-precision": "red",
-    "batch-norm-grad": "purple", "batch-norm-inference": "purple",
-    "batch-norm-training": "purple", "reduce": "purple", "reduce-window": "purple",
-    "scatter": "purple", "select-and-scatter": "purple",
-    "domain": "gray", "fusion": "gray", "map": "gray", "get-dimension-size": "gray",
-    "set-dimension-size": "gray",
-    "infeed": "brown", "outfeed": "brown", "partition-id": "brown", "replica-id": "brown",
-    "recv": "brown", "recv-done": "brown", "send": "brown", "send-done": "brown",
-    "call": "dark_green", "conditional": "dark_green", "custom-call": "dark_green",
-    "while": "dark_green",
+    **dict.fromkeys(("iota", "rng", "rng-get-and-update-state", "rng-bit-generator", "slice",
+                     "sort", "topk", "get-tuple-element", "after-all", "add-dependency",
+                     "tuple", "opt-barrier", "pad", "constant"), "white"),
+    **dict.fromkeys(("broadcast", "dynamic-update-slice"), "yellow"),
+    **dict.fromkeys(("concatenate", "dynamic-slice", "reshape", "dynamic-reshape", "reverse",
+                     "transpose", "copy", "copy-start", "copy-done"), "green"),
+    **dict.fromkeys(("convolution", "dot", "fft", "triangular-solve", "cholesky"),
+                    "dark_blue"),
+    **dict.fromkeys(("batch-norm-grad", "batch-norm-inference", "batch-norm-training",
+                     "reduce", "reduce-window", "scatter", "select-and-scatter", "gather"),
+                    "purple"),
+    **dict.fromkeys(("domain", "fusion", "map", "get-dimension-size", "set-dimension-size"),
+                    "gray"),
+    **dict.fromkeys(("infeed", "outfeed", "partition-id", "replica-id", "recv", "recv-done",
+                     "send", "send-done"), "brown"),
+    **dict.fromkeys(("call", "conditional", "custom-call", "while"), "dark_green"),
 }
 
 
@@ -94,18 +92,11 @@ def scheme_for(inst, fused: bool) -> str:
             return scheme_for(wrapped, fused)
     if op == "parameter":
         return "orange" if is_small(inst.shape) else "dark_orange"
+    if op == "bitcast":
+        return "green" if fused else "white"
     if op in _BY_OPCODE:
         return _BY_OPCODE[op]
     traits = inst.opdef.traits
-    if ELEMENTWISE in traits or op in _YELLOW:
-        return "white" if is_effective_scalar(inst.shape) else "yellow"
-    if op in _WHITE:
+    if ELEMENTWISE in traits:
         return "white"
-    if op == "broadcast":
-        scalar_in = inst.operands and is_effective_scalar(inst.operands[0].shape)
-        return "white" if fused and scalar_in else "green"
-    if op in _MOVEMENT:
-        return "white" if fused or is_effective_scalar(inst.shape) else "green"
-    if op == "dynamic-update-slice":
-        return "white" if is_effective_scalar(inst.shape) else "green"
     return "brown" if COLLECTIVE in traits else "gray"

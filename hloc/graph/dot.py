@@ -28,7 +28,7 @@ def _label(title: str, lines: list[str]) -> str:
 
 def _node(n) -> str:
     s = SCHEMES[n.scheme]
-    tip = n.tooltip if n.tooltip else " "
+    tip = n.tooltip if n.name else " "       # XLA: the metadata, "" when there is none
     return (f'{n.id} [id={quote(n.id)}, label={_label(n.title, n.lines)}, shape={n.shape}, '
             f'tooltip={quote(tip)}, style="{s.style}", fontcolor="{s.font}", '
             f'color="{s.stroke}", fillcolor="{s.fill}"];')

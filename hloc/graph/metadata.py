@@ -1,9 +1,11 @@
-"""Tooltip text for an instruction: metadata's op_name, op_type and source line.
+"""Tooltip text for an instruction, as XLA's GetInstructionNodeMetadata writes it.
 
-`metadata={...}` is kept verbatim by the parser; the fields are read here with a small
-scanner. The source line is `source_file`/`source_line` in older dumps, or the leaf frame
-of `stack_frame_id` resolved through the module's StackFrames -> FileLocations ->
-FileNames/FunctionNames tables in 2025+ dumps (the innermost frame first, as XLA shows it).
+`metadata={...}` is kept verbatim by the parser; its fields are read here with a small
+scanner. The lines are op_name, `op_type: T`, `source: file:line` (older dumps), then for
+2025+ dumps the stack of `stack_frame_id`, innermost first, one `file:function:line:column`
+per frame, resolved through the module's StackFrames -> FileLocations -> FileNames /
+FunctionNames tables. In the text, a frame's parent_frame_id is one more than the
+parent's id (0 there, printed as 1, ends the stack).
 """
 from __future__ import annotations
 
@@ -31,19 +33,27 @@ class StackIndex:
         self.functions = {i: _fields("x=" + t).get("x", t) for i, t in
                           tables.get("FunctionNames", {}).items()}
         self.locations = {i: _fields(t) for i, t in tables.get("FileLocations", {}).items()}
-        self.frames = {i: _fields(t) for i, t in tables.get("StackFrames", {}).items()}
+        self.frames_by_id = {i: _fields(t) for i, t in tables.get("StackFrames", {}).items()}
 
-    def source(self, frame_id: int) -> str | None:
-        frame = self.frames.get(frame_id)
-        if frame is None:
-            return None
-        loc = self.locations.get(_int(frame.get("file_location_id")))
-        if loc is None:
-            return None
-        file = self.files.get(_int(loc.get("file_name_id")), "?")
-        func = self.functions.get(_int(loc.get("function_name_id")))
-        text = f"{file}:{loc.get('line', '?')}"
-        return f"{text} ({func})" if func else text
+    def frames(self, frame_id: int, limit: int = 64) -> list[str]:
+        """`file:function:line[:column]` for the frame and its callers (a dump is untrusted:
+        stop at a repeat or after `limit` frames)."""
+        out, seen = [], set()
+        while frame_id and frame_id not in seen and len(out) < limit:
+            seen.add(frame_id)
+            frame = self.frames_by_id.get(frame_id)
+            if frame is None:
+                break
+            loc = self.locations.get(_int(frame.get("file_location_id")))
+            if loc is None:
+                break
+            file = self.files.get(_int(loc.get("file_name_id")), "?")
+            func = self.functions.get(_int(loc.get("function_name_id")), "?")
+            col = loc.get("column", "0")
+            out.append(f"{file}:{func}:{loc.get('line', '0')}" + (f":{col}" if col != "0" else ""))
+            parent = _int(frame.get("parent_frame_id"))
+            frame_id = parent - 1 if parent else 0
+        return out
 
 
 def _int(text) -> int | None:
@@ -67,8 +77,7 @@ def tooltip(inst, stack: StackIndex | None) -> str:
         lines.append(f"op_type: {f['op_type']}")
     if f.get("source_file") and f.get("source_line", "0") != "0":
         lines.append(f"source: {f['source_file']}:{f['source_line']}")
-    elif stack is not None and _int(f.get("stack_frame_id")) is not None:
-        src = stack.source(int(f["stack_frame_id"]))
-        if src:
-            lines.append(f"source: {src}")
+    frame = _int(f.get("stack_frame_id"))
+    if stack is not None and frame:
+        lines += stack.frames(frame)
     return "\n".join(lines)

@@ -208,7 +208,7 @@ class _Builder:
             op = inst.opcode
             if op == "fusion":
                 op += f":{inst.attrs.get('kind', '')}"
-            title, lines = op, [inst.name]
+            title, lines = inst.name, [op]       # XLA: name in bold, then the opcode
         calls = self._collapsed_callees(inst)
         lines += self._callee_lines(inst, calls)
         lines += self._inlined_operands(inst)
