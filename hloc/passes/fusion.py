@@ -23,7 +23,8 @@ from ..ir.module import Computation, Instruction, Module
 from . import register
 from .base import Pass, PassContext
 from .fusion_analysis import Reachability, xla_post_order
-from .fusion_build import (StorageOrder, create_fusion, fuse_producer, fusible_computations,
+from .fusion_build import (StorageOrder, create_fusion, drop_control_edges, fuse_producer,
+                           fusible_computations,
                            replace_with_fusion)
 from .fusion_decisions import CpuFusionRules, can_be_output_fused
 
@@ -103,6 +104,7 @@ class InstructionFusion(Pass):
                 if not producer.users:
                     queue[index.pop(id(producer))] = None
                     do_not_duplicate.discard(id(producer))
+                    drop_control_edges(producer, self._control_users)
                     comp.remove_instruction(producer)
                     keep_alive.append(producer)
                 if fusion is not inst:

@@ -91,6 +91,20 @@ def replace_with_fusion(consumer: Instruction, fusion: Instruction,
     replace_instruction(consumer, fusion)
 
 
+def drop_control_edges(producer: Instruction, control_users: list) -> None:
+    """HloInstruction::SafelyDropAllControlDependencies before a fused producer is
+    removed: its control predecessors become predecessors of its control successors.
+    `control_users`: the computation's instructions with control predecessors."""
+    for inst in control_users:
+        preds = inst.control_predecessors
+        if producer in preds:
+            for pred in producer.control_predecessors:
+                if pred not in preds:
+                    preds.append(pred)
+            preds.remove(producer)
+    producer.control_predecessors = []
+
+
 def fuse_producer(fusion: Instruction, producer: Instruction) -> Instruction:
     """Clone `producer` into `fusion`'s computation in place of its parameter
     (HloCallableInstruction::CloneAndAppendInstructionIntoCalledComputation)."""
