@@ -2,7 +2,8 @@
 
 A custom-call target is looked up in CUSTOM_CALLS, a fixed table of emitters (a target
 name is only ever compared with this table, never resolved as a native symbol); any
-other target is `unsupported` naming it. TopK and `topk` keep the k first elements of a
+other target is `unsupported` naming it. jaxlib's LAPACK trsm and (real) potrf and getrf targets
+are emitted as loops with the interpreter's semantics (info output included). TopK and `topk` keep the k first elements of a
 stable sort (ties: lower index first) by an insertion pass over each row into the k
 output slots: the TopK comparator inlined, or for `topk` the total order (descending
 when `largest`), as XLA's TopkDecomposer.
@@ -96,6 +97,29 @@ def _topk_custom_call(kb, inst, ops, outputs):
     _topk_rows(kb, inst, ops[0], outputs, less)
 
 
+def _lapack_trsm(kb, inst, ops, outputs):
+    from ..interp.custom_calls import _char, ffi_attrs
+    from .linalg import triangular_solve
+    if len(inst.operands) != 2:
+        raise unsupported(inst, "trsm custom-call with an alpha operand")
+    attrs = ffi_attrs(inst)
+    trans = {"N": "NO_TRANSPOSE", "T": "TRANSPOSE", "C": "ADJOINT"}[_char(attrs, "trans_x", "N")]
+    triangular_solve(kb, inst, ops, outputs, left=_char(attrs, "side", "L") == "L",
+                     lower=_char(attrs, "uplo", "L") == "L",
+                     unit=_char(attrs, "diag", "N") == "U", trans=trans)
+
+
+def _lapack_potrf(kb, inst, ops, outputs):
+    from ..interp.custom_calls import _char, ffi_attrs
+    from .linalg import potrf
+    potrf(kb, inst, ops, outputs, lower=_char(ffi_attrs(inst), "uplo", "L") == "L")
+
+
+def _lapack_getrf(kb, inst, ops, outputs):
+    from .linalg import getrf
+    getrf(kb, inst, ops, outputs)
+
+
 def _identity(kb, inst, ops, outputs):
     (ptr, shape), = outputs
     _copy_all(kb, ops[0], ptr, shape)
@@ -109,6 +133,11 @@ CUSTOM_CALLS = {
     "MoveToHost": _identity,
     "MoveToDevice": _identity,
 }
+for _p in "sdcz":      # jaxlib's LAPACK FFI targets, emitted as loops (not LAPACK calls)
+    CUSTOM_CALLS[f"lapack_{_p}trsm_ffi"] = _lapack_trsm
+for _p in "sd":
+    CUSTOM_CALLS[f"lapack_{_p}potrf_ffi"] = _lapack_potrf
+    CUSTOM_CALLS[f"lapack_{_p}getrf_ffi"] = _lapack_getrf
 
 
 @emits_kernel("custom-call")
