@@ -120,3 +120,15 @@ def test_cli_run_cpu_json(tmp_path):
     expected = float(np.load(DUMPS / "reduce_sum_xyz.npz")["out0"])
     assert abs(first["outputs"][0]["values"] - expected) <= 1e-3 * abs(expected)
     assert (tmp_path / "hloc").is_dir()
+
+
+def test_concurrent_calls_do_not_share_temporaries():
+    from concurrent.futures import ThreadPoolExecutor
+    text = ("HloModule m\n\nENTRY e {\n  a = f32[65536] parameter(0)\n  b = f32[65536] exponential(a)\n"
+            "  c = f32[65536] negate(b)\n  ROOT r = f32[65536] multiply(c, a)\n}\n")
+    exe = compile_module(hloc.parse(text))
+    xs = [np.full(65536, i / 8, np.float32) for i in range(16)]
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda x: exe.run([x]), xs))
+    for x, o in zip(xs, outs):
+        np.testing.assert_allclose(o, -np.exp(x) * x, rtol=1e-5)

@@ -231,7 +231,8 @@ def _exp(kb, dt, x):
     from .types import I32
     b = kb.b
     c = lambda v: ir.Constant(F32, v)   # noqa: E731
-    xc = fmax(kb, fmax(kb, x, c(-104.0), True), c(88.8), False)
+    xc = b.select(b.fcmp_ordered("<", x, c(-104.0)), c(-104.0), x)   # NaN: handled below
+    xc = b.select(b.fcmp_ordered(">", xc, c(88.8)), c(88.8), xc)
     n = b.call(kb.mcx.intrinsic("llvm.roundeven.f32", F32, [F32]), [b.fmul(xc, c(1.4426950408889634))])
     r = b.fsub(b.fsub(xc, b.fmul(n, c(0.693145751953125))), b.fmul(n, c(1.428606765330187e-06)))
     p = c(1.0 / 720)

@@ -5,11 +5,13 @@ loads the code once; `Executable.run(args)` calls it as often as wanted. Argumen
 are passed by pointer without copies when already C-contiguous in the parameter's
 physical layout (never written: compiled code writes only its own buffers); results
 are new arrays each call, so a result handed out is never overwritten by a later call.
-The temporary arena is allocated once and reused (one call at a time per Executable).
+The temporary arena is allocated once and reused; a call made while another thread is
+inside the same Executable gets a private arena, so concurrent calls are safe.
 """
 from __future__ import annotations
 
 import ctypes
+import threading
 import time
 
 import numpy as np
@@ -56,13 +58,17 @@ class Executable:
         self.code, self.cache_hit, _ = native(self.lowered, options, ObjectCache(cache_dir))
         self.compile_s = time.perf_counter() - t0
         self._fn = _ENTRY_T(self.code.address)
-        self._arena_raw = np.empty(self.lowered.arena + ALIGN, np.uint8)
-        base = self._arena_raw.ctypes.data
-        self._arena = base + (-base) % ALIGN
+        self._arena_raw, self._arena = self._new_arena()
+        self._busy = threading.Lock()
         entry = module.entry
         self.param_shapes = [p.shape for p in sorted(entry.parameters, key=lambda p: p.parameter_number)] \
             if hasattr(entry, "parameters") else []
         self.result_shape = entry.root.shape
+
+    def _new_arena(self):
+        raw = np.empty(self.lowered.arena + ALIGN, np.uint8)
+        base = raw.ctypes.data
+        return raw, base + (-base) % ALIGN
 
     def run(self, args: list):
         leaves = []
@@ -93,7 +99,15 @@ class Executable:
             out_ptrs.append(o.ctypes.data if o.size else None)
         p_arr = (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)
         o_arr = (ctypes.c_void_p * max(len(out_ptrs), 1))(*out_ptrs)
-        self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), self._arena)
+        if self._busy.acquire(blocking=False):
+            try:
+                self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), self._arena)
+            finally:
+                self._busy.release()
+        else:
+            raw, arena = self._new_arena()
+            self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), arena)
+            del raw
         del keep
         results = []
         for o, s in zip(outs, out_shapes):
