@@ -159,26 +159,47 @@ class _Emitter:
                 self.b.call(kernel, [self.ptr_array(bufs), i64(0), i64(1)])
 
     def while_(self, inst) -> None:
+        """The state lives in two buffer sets used alternately (the body reads one and
+        writes the other; the pointer arrays are swapped), so an iteration copies nothing;
+        the final state is copied once into the while's own buffers if it ended in the
+        other set."""
         b = self.b
         state = self.leaves(inst)
         scratch = self.plan.scratch[id(inst)]
-        body_out, pred = scratch[:-1], scratch[-1]
+        other, pred = scratch[:-1], scratch[-1]
         for dst, src in zip(state, self.leaves(inst.operands[0])):
             self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+        cur, nxt = self.ptr_array(state), self.ptr_array(other)
+        n = len(state)
+        arr_t = ir.ArrayType(PTR, max(n, 1))
+        slot = lambda arr, k: b.gep(arr, [i64(0), ir.Constant(I32, k)], source_etype=arr_t,   # noqa: E731
+                                    inbounds=True)
+        callee_temp = self.callee_temp()
+        cond_fn = self.fns.fns[id(inst.attrs["condition"])]
+        body_fn = self.fns.fns[id(inst.attrs["body"])]
+        pred_arr = self.ptr_array([pred])
         head = b.append_basic_block(f"{inst.name}.cond")
         body = b.append_basic_block(f"{inst.name}.body")
         end = b.append_basic_block(f"{inst.name}.end")
         b.branch(head)
         b.position_at_end(head)
-        self.call_comp(inst.attrs["condition"], state, [pred])
+        b.call(cond_fn, [cur, pred_arr, callee_temp])
         go = b.icmp_unsigned("!=", b.load(self.ptr(pred), typ=I8), ir.Constant(I8, 0))
         b.cbranch(go, body, end)
         b.position_at_end(body)
-        self.call_comp(inst.attrs["body"], state, body_out)
-        for dst, src in zip(state, body_out):
-            self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+        b.call(body_fn, [cur, nxt, callee_temp])
+        for k in range(n):
+            x, y = b.load(slot(cur, k), typ=PTR), b.load(slot(nxt, k), typ=PTR)
+            b.store(y, slot(cur, k))
+            b.store(x, slot(nxt, k))
         b.branch(head)
         b.position_at_end(end)
+        for k, buf in enumerate(state):
+            if not buf.size:
+                continue
+            final = b.load(slot(cur, k), typ=PTR)
+            with b.if_then(b.icmp_unsigned("!=", final, self.ptr(buf))):
+                self.memcpy(self.ptr(buf), final, buf.size)
 
     def conditional(self, inst) -> None:
         b = self.b
