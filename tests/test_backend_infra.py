@@ -132,3 +132,11 @@ def test_concurrent_calls_do_not_share_temporaries():
         outs = list(pool.map(lambda x: exe.run([x]), xs))
     for x, o in zip(xs, outs):
         np.testing.assert_allclose(o, -np.exp(x) * x, rtol=1e-5)
+
+
+def test_compile_once_call_many_api():
+    module = hloc.parse((DUMPS / "reduce_sum_xyz.before_optimizations.hlo").read_text())
+    exe = hloc.compile(module)
+    for k in range(3):
+        args = [np.full((4, 8), k + 1, np.float32)] * 3
+        assert float(exe.run(args)) == 32 * ((k + 1) + (k + 1) ** 2)
