@@ -18,7 +18,7 @@ import numpy as np
 
 from .diagnostics import InputError
 from .inputs import flatten_leaves, save_npz
-from .ir.literal import TRUNCATE_AT, literal_to_string
+from .ir.literal import TEXT_ROWS_MAX, TRUNCATE_AT, literal_to_string, text_rows
 from .ir.shape import ArrayShape, TupleShape
 
 __all__ = ["BACKENDS", "Backend", "RunResult", "run_module", "result_text", "argument_text",
@@ -155,7 +155,7 @@ def result_json(result: RunResult, *, print_values: bool = False) -> dict:
     for s, v in zip(_leaf_shapes(result.shape), flatten_leaves(result.value, result.shape)):
         arr = np.asarray(v)
         entry = {"dtype": s.dtype.name, "shape": list(arr.shape)}
-        if print_values or arr.size < TRUNCATE_AT:
+        if (print_values or arr.size < TRUNCATE_AT) and text_rows(arr.shape) <= TEXT_ROWS_MAX:
             entry["values"] = _json_values(arr, s.dtype)
         outputs.append(entry)
     return {"module": result.module, "backend": result.backend, "outputs": outputs,
