@@ -195,3 +195,32 @@ def test_lapack_custom_calls_on_non_finite_matrices_set_info(target, shape):
         warnings.simplefilter("error")
         out = run_module(m, []).value
     assert int(out[-1]) == 1 and np.isnan(out[1]).all()
+
+
+@pytest.mark.parametrize("text, want", [
+    ("p = f16[2] parameter(0)\n  ROOT s = f32[2] sine(p)", np.sin(np.float32([0.5, -1]))),
+    ("p = c64[2] parameter(0)\n  ROOT s = f64[2] abs(p)", np.float64([0.5, 1])),
+    ("p = f32[2] parameter(0)\n  ROOT s = bf16[2] copy(p)", None),
+])
+def test_unary_ops_with_mixed_precision_run(text, want):
+    # The verifier allows another real float type for the result; the interpreter asserted.
+    (m,) = parse_modules(f"HloModule m\nENTRY e {{\n  {text}\n}}\n", "m.hlo")
+    verify(m)
+    dt = m.entry.parameters[0].shape.dtype.np
+    out = run_module(m, [np.array([0.5, -1], dt)]).value
+    assert out.dtype == m.entry.root.shape.dtype.np
+    if want is not None:
+        assert np.allclose(out.astype(np.float64), want, rtol=1e-3)
+
+
+def test_reductions_that_overflow_print_no_numpy_warning():
+    text = ("HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n  p = f32[4,6] parameter(0)\n"
+            "  z = f32[] constant(3e38)\n  ROOT r = f32[4] reduce(p, z), dimensions={1}, "
+            "to_apply=add\n}\n")
+    (m,) = parse_modules(text, "m.hlo")
+    with warnings.catch_warnings(), np.errstate(over="warn", invalid="warn"):
+        warnings.simplefilter("error")
+        out = run_module(m, [np.full((4, 6), 3e38, np.float32)]).value
+        optimize(m, default_pipeline())
+    assert (out == np.inf).all()
