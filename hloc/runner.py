@@ -149,7 +149,8 @@ def _map_floats(v):
 def result_json(result: RunResult, *, print_values: bool = False) -> dict:
     """The `--json` object: module, backend, outputs (dtype, shape, values), timings.
 
-    "values" is present for leaves under 1000 elements, or always with print_values.
+    "values" is present for leaves under 1000 elements, or always with print_values, unless
+    a zero-element leaf has more than TEXT_ROWS_MAX rows (f32[1000000000000,0]).
     """
     outputs = []
     for s, v in zip(_leaf_shapes(result.shape), flatten_leaves(result.value, result.shape)):
