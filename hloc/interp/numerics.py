@@ -188,18 +188,26 @@ _ARCTAN2 = libm("atan2")
 
 def _cbrt(x):
     """libm's cbrt, made exact where the cube root is representable: glibc returns
-    cbrt(-27) = -3.0000000000000004; a neighbour whose cube is exactly x replaces it."""
+    cbrt(-27) = -3.0000000000000004. An exact root has at most 18 significant bits (its
+    cube fits in 53), so y rounded to 18 bits is the only candidate; it replaces y where
+    its cube is exactly x (Dekker products with no error)."""
     y = _LIBM_CBRT(x)
     if x.dtype != np.float64:
         return y          # computed in float64 and rounded once: exact cubes come out exact
-    best = y
-    for c in (y, np.nextafter(y, np.inf), np.nextafter(y, -np.inf)):
-        with np.errstate(all="ignore"):
-            sq, e1 = _two_prod(c, c)
-            cube, e2 = _two_prod(sq, c)
-            exact = (e1 == 0) & (e2 == 0) & (cube == x) & (np.abs(x) < 1e300) & (np.abs(x) > 1e-290)
-        best = np.where(exact, c, best)
-    return best
+    with np.errstate(all="ignore"):
+        m, e = np.frexp(y)
+        c = np.ldexp(np.rint(m * 2.0 ** 18), e - 18)
+        maybe = np.flatnonzero((c * c * c == x) & (c != y) & (np.abs(x) < 1e300)
+                               & (np.abs(x) > 1e-290))
+        if maybe.size == 0:
+            return y
+        cm, xm = c.reshape(-1)[maybe], x.reshape(-1)[maybe]
+        sq, e1 = _two_prod(cm, cm)
+        cube, e2 = _two_prod(sq, cm)
+        exact = (e1 == 0) & (e2 == 0) & (cube == xm)
+    out = y.copy()
+    out.reshape(-1)[maybe[exact]] = cm[exact]
+    return out
 
 
 def xla_expm1(x):
