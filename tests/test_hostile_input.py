@@ -224,3 +224,16 @@ def test_reductions_that_overflow_print_no_numpy_warning():
         out = run_module(m, [np.full((4, 6), 3e38, np.float32)]).value
         optimize(m, default_pipeline())
     assert (out == np.inf).all()
+
+
+@pytest.mark.parametrize("operands, dims, message", [
+    ("t", "{0}", "Expected array argument for sort"),
+    ("p", "{0,1}", "exactly one dimension"),
+])
+def test_sort_of_a_tuple_or_with_several_dimensions_is_an_error(operands, dims, message):
+    text = ("HloModule m\nlt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT c = pred[] compare(a, b), direction=LT\n}\nENTRY e {\n"
+            "  p = f32[2,2] parameter(0)\n  t = (f32[2,2]) tuple(p)\n"
+            f"  ROOT s = f32[2,2] sort({operands}), dimensions={dims}, to_apply=lt\n}}\n")
+    with pytest.raises(HlocError, match=message):
+        verify(parse_modules(text, "m.hlo")[0])
