@@ -122,6 +122,16 @@ ENTRY e {{
 """
 
 
+def _matmul(n):
+    return f"""HloModule matmul
+ENTRY e {{
+  x = f32[{n},{n}] parameter(0)
+  y = f32[{n},{n}] parameter(1)
+  ROOT d = f32[{n},{n}] dot(x, y), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+}}
+"""
+
+
 def _np_softmax(x):
     m = x.max(axis=1, keepdims=True)
     e = np.exp(x - m)
@@ -147,6 +157,8 @@ CASES = {
                          _np_softmax),
     "layernorm 4096x1024": (_layernorm(4096, 1024),
                             lambda r: [r.standard_normal((4096, 1024), np.float32)], _np_layernorm),
+    "matmul 1024^2 f32": (_matmul(1024), lambda r: [r.standard_normal((1024, 1024), np.float32)
+                                                    for _ in range(2)], lambda x, y: x @ y),
 }
 
 
@@ -173,6 +185,7 @@ def _xla_time(name, args, repeat):
         "softmax 512x8192": lambda x: jax.nn.softmax(x, axis=1),
         "layernorm 4096x1024": lambda x: (x - x.mean(1, keepdims=True))
         * jax.lax.rsqrt(((x - x.mean(1, keepdims=True)) ** 2).mean(1, keepdims=True) + 1e-5),
+        "matmul 1024^2 f32": lambda x, y: x @ y,
     }
     f = jax.jit(fns[name])
     dev = [jax.device_put(a) for a in args]

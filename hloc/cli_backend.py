@@ -36,8 +36,10 @@ class CpuBackend:
     name = "cpu"
     runner_name = "CPU"
 
-    def __init__(self, numerics: str = "xla-cpu", opt: bool | None = None, cache_dir=None):
+    def __init__(self, numerics: str = "xla-cpu", opt: bool | None = None, cache_dir=None,
+                 threads: int | None = None):
         self.numerics = numerics
+        self.threads = threads          # None: the cores the process may use
         self.opt = opt
         self.cache_dir = cache_dir      # None: no on-disk cache (the library default)
         self.cache_hit = False
@@ -48,21 +50,25 @@ class CpuBackend:
     def prepare(self, module, *, seed: int):
         from .backend import compile_module
         prepare_for_cpu(module, self.opt)
-        exe = compile_module(module, numerics=self.numerics, cache_dir=self.cache_dir)
+        exe = compile_module(module, numerics=self.numerics, cache_dir=self.cache_dir,
+                             threads=self.threads)
         self.cache_hit = exe.cache_hit
+        self.used_threads = exe.threads
         return exe
 
     def execute(self, prepared, args: list):
         return prepared.run(args)
 
     def json_extra(self) -> dict:
-        return {"numerics": self.numerics, "cache_hit": self.cache_hit}
+        return {"numerics": self.numerics, "cache_hit": self.cache_hit,
+                "threads": getattr(self, "used_threads", self.threads)}
 
 
-def configure_cpu(*, numerics: str, opt: bool | None) -> None:
+def configure_cpu(*, numerics: str, opt: bool | None, threads: int | None = None) -> None:
     """The CLI's "cpu" back end: its options and the user's cache directory."""
     from .runner import BACKENDS
-    BACKENDS["cpu"] = CpuBackend(numerics=numerics, opt=opt, cache_dir=default_cache_dir())
+    BACKENDS["cpu"] = CpuBackend(numerics=numerics, opt=opt, cache_dir=default_cache_dir(),
+                                 threads=threads)
 
 
 @click.command("emit-llvm")

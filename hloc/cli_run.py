@@ -131,6 +131,9 @@ Exit status: 0 ok, 1 mismatch with --expected, 2 bad input or parse/verify error
 @click.option("--opt/--no-opt", "hlo_opt", default=None,
               help="cpu: run (or skip) the default HLO pipeline before compiling (default: "
                    "only for modules that are not optimised yet).")
+@click.option("--threads", type=click.IntRange(min=1, max=64), default=None,
+              help="cpu: threads large kernels are split over (default: the cores this "
+                   "process may use); results are identical for any value.")
 @click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
               help="Runs on the same arguments (run_hlo_module draws new ones per "
                    "iteration); each is timed on stderr.")
@@ -154,7 +157,7 @@ Exit status: 0 ok, 1 mismatch with --expected, 2 bad input or parse/verify error
               help="Also print the arguments as '** Argument i **' blocks.")
 @click.option("--no-verify", is_flag=True, help="Skip the HLO verifier.")
 def run(module, pick, inputs, positional, literals, seed, use_large_float_range, backend,
-        numerics, hlo_opt, iterations, output, expected, abs_error_bound, rel_error_bound,
+        numerics, hlo_opt, threads, iterations, output, expected, abs_error_bound, rel_error_bound,
         as_json, print_values, print_all, print_literals, no_verify):
     import json
 
@@ -187,7 +190,7 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
                                            use_large_float_range=use_large_float_range)
         if backend == "cpu":
             from .cli_backend import configure_cpu
-            configure_cpu(numerics=numerics, opt=hlo_opt)
+            configure_cpu(numerics=numerics, opt=hlo_opt, threads=threads)
         runner = get_backend(backend).runner_name
         if print_literals and not as_json:
             click.echo(argument_text(m, args, print_all=print_all))

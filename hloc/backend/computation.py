@@ -2,7 +2,8 @@
 
 `void @comp.<name>(ptr %params, ptr %outs, ptr %temp)`: `params`/`outs` are arrays of
 leaf pointers, `temp` the computation's arena (hloc.backend.buffers). Instructions run
-in order: a kernel call per fusion or op, while / conditional / call as LLVM loops,
+in order: a kernel call per fusion or op (large data-parallel ones through the
+work-group runtime, hloc.backend.parallel; large dots through BLAS), while / conditional / call as LLVM loops,
 switches and calls of the callees' functions — no Python between ops or iterations.
 The closed match below is over the structural kinds only; everything else is a kernel.
 """
@@ -11,9 +12,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import buffers
+from . import blas, buffers, parallel
 from .context import ptr_arg
-from .kernels import emit_kernel
+from .kernels import data_parallel, emit_kernel
 from .loops import i64
 from .types import I1, I8, I32, I64, PTR, VOID, TypeUnsupported, opaque
 
@@ -147,6 +148,8 @@ class _Emitter:
             case "copy" if inst.shape.is_tuple:
                 for dst, src in zip(self.leaves(inst), self.leaves(inst.operands[0])):
                     self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+            case "dot" if (gemm := blas.plan(inst, self.mcx.options)) is not None:
+                blas.emit_call(self, inst, gemm)
             case _:
                 if any(s.dtype.kind in ("token", "opaque") for s in inst.shape.leaves()) \
                         and inst.opcode not in ("fusion",):
@@ -156,7 +159,11 @@ class _Emitter:
                 except TypeUnsupported as e:
                     raise unsupported(inst, f"{inst.opcode} on {e} in the compiled back end") from None
                 bufs = [x for o in inst.operands for x in self.leaves(o)] + self.leaves(inst)
-                self.b.call(kernel, [self.ptr_array(bufs), i64(0), i64(1)])
+                nwg = parallel.work_groups(inst) if data_parallel(inst) else 1
+                if nwg > 1:
+                    self.b.call(parallel.parallel_function(self.mcx), [kernel, self.ptr_array(bufs), i64(nwg)])
+                else:
+                    self.b.call(kernel, [self.ptr_array(bufs), i64(0), i64(1)])
 
     def while_(self, inst) -> None:
         """The state lives in two buffer sets used alternately (the body reads one and

@@ -11,6 +11,7 @@ inside the same Executable gets a private arena, so concurrent calls are safe.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import time
 
@@ -22,6 +23,7 @@ from .cache import ObjectCache
 from .context import Options
 from .jit import lower, native
 from .loops import minor_to_major
+from .parallel import MAX_THREADS, NTHREADS
 
 _ENTRY_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -50,7 +52,7 @@ def _flatten(value, shape, out):
 class Executable:
     """Compile once, call many times."""
 
-    def __init__(self, module, options: Options, cache_dir=None):
+    def __init__(self, module, options: Options, cache_dir=None, threads: int | None = None):
         self.module = module
         self.options = options
         t0 = time.perf_counter()
@@ -58,12 +60,25 @@ class Executable:
         self.code, self.cache_hit, _ = native(self.lowered, options, ObjectCache(cache_dir))
         self.compile_s = time.perf_counter() - t0
         self._fn = _ENTRY_T(self.code.address)
+        self.threads = self.set_threads(threads)
         self._arena_raw, self._arena = self._new_arena()
         self._busy = threading.Lock()
         entry = module.entry
         self.param_shapes = [p.shape for p in sorted(entry.parameters, key=lambda p: p.parameter_number)] \
             if hasattr(entry, "parameters") else []
         self.result_shape = entry.root.shape
+
+    def set_threads(self, threads: int | None) -> int:
+        """Threads large kernels are split over (None: the cores this process may use).
+        Results do not depend on it (hloc.backend.parallel)."""
+        if threads is None:
+            threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        threads = max(1, min(int(threads), MAX_THREADS))
+        addr = self.code.engine.get_global_value_address(NTHREADS)
+        if addr:                 # absent when the module has no kernel large enough to split
+            ctypes.c_int64.from_address(addr).value = threads
+        self.threads = threads
+        return threads
 
     def _new_arena(self):
         raw = np.empty(self.lowered.arena + ALIGN, np.uint8)

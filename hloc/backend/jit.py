@@ -98,6 +98,7 @@ class NativeCode:
 
     def __init__(self, engine, address: int, obj: bytes):
         self.engine = engine
+        self.libraries = runtime.handles()      # what the code's resolved symbols point into
         self.address = address
         self.obj = obj
 

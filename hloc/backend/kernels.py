@@ -87,6 +87,14 @@ def emit_kernel(mcx, inst) -> ir.Function:
     return fn
 
 
+def data_parallel(inst) -> bool:
+    """Whether emit_kernel's kernel for `inst` honours its work-group arguments (the
+    loop below); kernel emitters (scatter, sort, ...) write whole buffers themselves."""
+    root = inst.attrs["calls"].root if inst.opcode == "fusion" else inst
+    emitter = root.opdef.emit
+    return not (emitter is not None and emitter.kind == KERNEL)
+
+
 def _loop(kb, gen, targets, wg, nwg):
     """for each output position of targets[0]'s shape (this work group's share): store
     gen(index) (or its element k for a tuple value) into every target."""

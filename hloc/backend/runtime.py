@@ -1,7 +1,10 @@
 """The runtime table: the only native symbols compiled code may call.
 
-A fixed allowlist (libm functions, memcpy/memset), resolved once from the C library
-with ctypes and registered with LLVM before any code is loaded. Every object file is
+A fixed allowlist (libm functions, memcpy/memset, pthread_create/join for the work-group
+runtime, the gemm routines of NumPy's bundled OpenBLAS), resolved once with ctypes —
+the C library, and `numpy.libs/libscipy_openblas64_*.so` found from NumPy's install
+directory — and registered with LLVM before any code is loaded. The library handles
+are kept (`handles()`) by every loaded module, so no code outlives what it calls. Every object file is
 checked before it is loaded: each undefined symbol it references must be on the
 allowlist (MCJIT would otherwise segfault at call time on an unresolved one). Nothing
 from a dump is ever looked up as a symbol: names come only from this table.
@@ -20,7 +23,10 @@ _LIBM_1 = ("exp", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "cbrt", 
            "acos", "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh")
 _LIBM_2 = ("pow", "atan2", "fmod", "hypot", "fma")
 ALLOWED = frozenset({*_LIBM_1, *_LIBM_2, *(f + "f" for f in (*_LIBM_1, *_LIBM_2)),
-                     "memcpy", "memset", "memmove"})
+                     "memcpy", "memset", "memmove", "pthread_create", "pthread_join"})
+BLAS = frozenset({"scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_",
+                  "scipy_cblas_cgemm64_", "scipy_cblas_zgemm64_"})
+ALLOWED = ALLOWED | BLAS
 
 _resolved: dict[str, int] | None = None
 
@@ -39,7 +45,40 @@ def _libraries():
         except OSError:
             continue
     libs.append(ctypes.CDLL(None))
+    blas = openblas()
+    if blas is not None:
+        libs.append(blas)
     return libs
+
+
+def openblas_path():
+    """NumPy's bundled OpenBLAS (ILP64, `scipy_` prefix), or None if this build has none."""
+    import glob
+    import os
+
+    import numpy
+    root = os.path.dirname(os.path.dirname(os.path.abspath(numpy.__file__)))
+    found = sorted(glob.glob(os.path.join(root, "numpy.libs", "libscipy_openblas64_*.so")))
+    return found[0] if found else None
+
+
+def openblas():
+    path = openblas_path()
+    if path is None:
+        return None
+    try:
+        return ctypes.CDLL(path)
+    except OSError:
+        return None
+
+
+_handles: list = []
+
+
+def handles() -> list:
+    """The loaded libraries the resolved addresses point into (keep them alive)."""
+    resolve_all()
+    return list(_handles)
 
 
 def resolve_all() -> dict[str, int]:
@@ -48,6 +87,7 @@ def resolve_all() -> dict[str, int]:
     if _resolved is None:
         table = {}
         libs = _libraries()
+        _handles.extend(libs)
         for name in sorted(ALLOWED):
             for lib in libs:
                 try:
@@ -87,6 +127,10 @@ def check_object(obj: bytes) -> None:
     """Refuse an object that references a symbol outside the resolved allowlist."""
     table = resolve_all()
     bad = [s for s in undefined_symbols(obj) if s not in table]
+    if any(s in BLAS for s in bad):
+        raise UnsupportedError("unsupported: this module's large dots call BLAS "
+                               f"({', '.join(sorted(s for s in bad if s in BLAS))}), but this "
+                               "NumPy build ships no numpy.libs/libscipy_openblas64_*.so")
     if bad:
         raise UnsupportedError("unsupported: compiled code needs native symbols outside the "
                                f"runtime table: {', '.join(sorted(bad))}")
