@@ -1,6 +1,6 @@
 """Compiled hloc against XLA:CPU (via JAX), the interpreter and NumPy op by op.
 
-    python benchmarks/run.py [CASE ...] [--repeat N] [--numerics xla-cpu|ieee]
+    python benchmarks/run.py [CASE ...] [--repeat N] [--numerics xla-cpu|ieee] [--threads N]
     /work/venv-jax/bin/python benchmarks/run.py      # adds the XLA:CPU column
 
 Same inputs for every executor, one process. Each case is an HLO module written as JAX
@@ -200,6 +200,8 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--numerics", default="xla-cpu", choices=["xla-cpu", "ieee"])
     ap.add_argument("--no-interpreter", action="store_true")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads for hloc's large kernels (default: the cores this process may use)")
     opts = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     rows = []
@@ -209,7 +211,8 @@ def main(argv=None):
         args = make(rng)
         module = prepare_for_cpu(hloc.parse(text, name), None)
         t0 = time.perf_counter()
-        exe = compile_module(module, numerics=opts.numerics)
+        kw = {} if opts.threads is None else {"threads": opts.threads}
+        exe = compile_module(module, numerics=opts.numerics, **kw)
         compile_s = time.perf_counter() - t0
         exe.run(args)
         t_hloc, out = _best(lambda: exe.run(args), opts.repeat)
@@ -223,7 +226,7 @@ def main(argv=None):
         rows.append((name, t_hloc, compile_s, t_int, t_np, t_xla))
     ms = lambda t: "-" if t is None else f"{t * 1e3:9.2f}"   # noqa: E731
     ratio = lambda a, b: "-" if a is None or b is None else f"{a / b:7.2f}x"   # noqa: E731
-    print(f"numerics={opts.numerics}; times in ms, best of {opts.repeat}; ratios = other / hloc")
+    print(f"numerics={opts.numerics}; threads={getattr(exe, 'threads', 1)}; times in ms, best of {opts.repeat}; ratios = other / hloc")
     print(f"{'case':22} {'hloc':>9} {'compile':>9} {'interp':>9} {'numpy':>9} {'xla':>9} "
           f"{'interp/hloc':>11} {'numpy/hloc':>10} {'xla/hloc':>9}")
     for name, th, tc, ti, tn, tx in rows:

@@ -161,7 +161,8 @@ class _Emitter:
                 bufs = [x for o in inst.operands for x in self.leaves(o)] + self.leaves(inst)
                 nwg = parallel.work_groups(inst) if data_parallel(inst) else 1
                 if nwg > 1:
-                    self.b.call(parallel.parallel_function(self.mcx), [kernel, self.ptr_array(bufs), i64(nwg)])
+                    run = parallel.parallel_function(self.mcx)
+                    self.b.call(run, [kernel, self.ptr_array(bufs), i64(nwg)])
                 else:
                     self.b.call(kernel, [self.ptr_array(bufs), i64(0), i64(1)])
 

@@ -72,7 +72,8 @@ class Executable:
         """Threads large kernels are split over (None: the cores this process may use).
         Results do not depend on it (hloc.backend.parallel)."""
         if threads is None:
-            threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            affinity = getattr(os, "sched_getaffinity", None)
+            threads = len(affinity(0)) if affinity else (os.cpu_count() or 1)
         threads = max(1, min(int(threads), MAX_THREADS))
         addr = self.code.engine.get_global_value_address(NTHREADS)
         if addr:                 # absent when the module has no kernel large enough to split

@@ -50,8 +50,7 @@ def _inner_work(inst) -> int:
             work += i.shape.size * k
         elif i.opcode == "convolution":
             w = i.operands[1].shape
-            out_feat = max(1, w.dims[i.attrs["dim_labels"].kernel_output_dim]) \
-                if hasattr(i.attrs.get("dim_labels"), "kernel_output_dim") else 1
+            out_feat = max(1, w.dims[i.attrs["dim_labels"].kernel_output_feature])
             work += i.shape.size * (w.size // out_feat)
     return 4 * work
 
@@ -61,10 +60,7 @@ def work_groups(inst) -> int:
     leaves = [s for s in inst.shape.leaves() if s.dtype.is_array and s.rank]
     if not leaves:
         return 1
-    try:
-        work = _bytes(inst.shape) + sum(_bytes(o.shape) for o in inst.operands) + _inner_work(inst)
-    except Exception:       # an element type without a size: leave it serial
-        return 1
+    work = _bytes(inst.shape) + sum(_bytes(o.shape) for o in inst.operands) + _inner_work(inst)
     if work < MIN_WORK:
         return 1
     n0 = min(s.dims[minor_to_major(s)[-1]] for s in leaves)
