@@ -100,3 +100,43 @@ def test_executable_keeps_the_library_alive():
     e = compile_module(hloc.parse(_dot_module("f32", 0, 64, 64, 64, False, False)))
     assert runtime.openblas_path() is not None      # NumPy wheels ship it
     assert any(getattr(h, "_name", None) == runtime.openblas_path() for h in e.code.libraries)
+
+
+DOT_PROGS = ["mlp_train_step", "bert_train_step", "cnn_train_step", "einsum_batched", "dense_relu",
+             "tf_dense_softmax", "mixed_precision_dot", "linalg_inv_solve_slogdet", "scan_rnn"]
+
+
+@pytest.mark.parametrize("stage", ["before", "after"])
+@pytest.mark.parametrize("prog", DOT_PROGS)
+def test_dumps_with_every_dot_through_blas_match_xla(prog, stage, monkeypatch):
+    """The dumps' dots are below the size threshold; with it at 1 every dot that BLAS
+    can take calls gemm (real dimension numbers and layouts), compared with XLA's values."""
+    from pathlib import Path
+
+    from hloc.cli_backend import prepare_for_cpu
+    from hloc.compare import ErrorSpec, near
+    from hloc.inputs import bind_arguments, flatten_leaves, load_npz
+    dumps = Path(__file__).resolve().parents[1] / "testdata" / "dumps"
+    monkeypatch.setattr(blas, "BLAS_MIN_WORK", 1)
+    module = prepare_for_cpu(hloc.parse_file(dumps / f"{prog}.{stage}_optimizations.hlo"), None)
+    d = load_npz(dumps / f"{prog}.npz")
+    ins = [d[f"in{i}"] for i in range(sum(1 for k in d if k.startswith("in") and k[2:].isdigit()))]
+    outs = [d[f"out{i}"] for i in range(sum(1 for k in d if k.startswith("out") and k[3:].isdigit()))]
+    exe = compile_module(module)
+    got = flatten_leaves(exe.run(bind_arguments(module, ins)), module.entry.root.shape)
+    bad = [f"out{i}: {r.message}" for i, (e, a) in enumerate(zip(outs, got))
+           if not (r := near(e, a, ErrorSpec(1e-3, 1e-3))).ok]
+    assert not bad, "\n".join(bad)
+
+
+def test_some_dump_dots_do_go_through_blas(monkeypatch):
+    from pathlib import Path
+
+    from hloc.cli_backend import prepare_for_cpu
+    dumps = Path(__file__).resolve().parents[1] / "testdata" / "dumps"
+    monkeypatch.setattr(blas, "BLAS_MIN_WORK", 1)
+    n = 0
+    for prog in DOT_PROGS:
+        module = prepare_for_cpu(hloc.parse_file(dumps / f"{prog}.after_optimizations.hlo"), None)
+        n += emit_llvm(module, optimized=False).count("@\"scipy_cblas_")
+    assert n >= 10, n
