@@ -48,17 +48,9 @@ def fake_arguments(module, *, seed: int = 42, use_large_float_range: bool = Fals
     return make_fake_arguments(module, seed=seed, use_large_float_range=use_large_float_range)
 
 
-def _module_run(self, *args, backend: str = "interpreter", seed: int = 42):
-    return run(self, *args, backend=backend, seed=seed)
+def _install() -> None:
+    from .ir.module import install_runner
+    install_runner(run)
 
 
-_module_run.__name__ = "run"
-_module_run.__doc__ = run.__doc__
-
-
-def _attach() -> None:
-    from .ir.module import Module
-    Module.run = _module_run
-
-
-_attach()
+_install()

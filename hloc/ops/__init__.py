@@ -19,7 +19,7 @@ from .base import (EXPENSIVE, EXPENSIVE_IF_COMPLEX, MIXED_PRECISION_OK, REGISTRY
 from .elementwise import default_compare_type
 
 __all__ = ["REGISTRY", "GENERIC_ATTRS", "lookup", "attr_spec", "shape_required",
-           "has_side_effect", "is_expensive", "async_sugar", "default_compare_type",
+           "has_side_effect", "is_expensive", "opcodes_with", "async_sugar", "default_compare_type",
            "OpDef", "AttrSpec", "ShapeInferenceError"]
 
 # Printed after the op's attributes, in this order (HloInstruction::PrintWithCanonicalNameMap;
@@ -51,6 +51,11 @@ for _op in REGISTRY.values():
     if _op.infer is None:
         _extra.add(SHAPE_REQUIRED)
     _op.traits = _op.traits | _extra
+
+
+def opcodes_with(trait: str) -> frozenset:
+    """The opcodes whose OpDef has `trait`."""
+    return frozenset(name for name, op in REGISTRY.items() if trait in op.traits)
 
 
 def shape_required(op: OpDef) -> bool:

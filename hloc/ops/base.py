@@ -87,6 +87,8 @@ CALLS = "calls"                    # has called computations
 EXPENSIVE = "expensive"            # not duplicated by fusion
 TRANSCENDENTAL = "transcendental"  # accepts result_accuracy
 COLLECTIVE = "collective"
+ASYNC = "async"                    # async-start / -update / -done (share one computation)
+CONTROL_FLOW = "control_flow"      # call, while, conditional (FlattenCallGraph's context)
 # XLA's parser cannot infer this op's result shape (it must be written in the text);
 # `infer` then checks the written shape for the verifier and raises "cannot infer shape
 # for opcode: X" when there is none.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ir.dtypes import PRED, S32, TOKEN, U32
 from ..ir.shape import ArrayShape, TupleShape
-from .base import (CALLS, EXPENSIVE, MAY_SIDE_EFFECT, SHAPE_REQUIRED, SIDE_EFFECT, AttrSpec,
+from .base import (ASYNC, CALLS, CONTROL_FLOW, EXPENSIVE, MAY_SIDE_EFFECT, SHAPE_REQUIRED, SIDE_EFFECT, AttrSpec,
                    OpDef, register)
 from .shape_rules import (compatible, fail, human, is_float, is_scalar, make, need_attr,
                           need_declared, params_of, program_text, scalar, tup)
@@ -289,10 +289,10 @@ register(OpDef("get-tuple-element", 1, (AttrSpec("index", "int", required=True),
                infer=_gte_infer))
 register(OpDef("call", None, (AttrSpec("to_apply", "computation", required=True),
                               AttrSpec("is_composite", "bool", default=False)),
-               frozenset({CALLS, EXPENSIVE}), _call_infer))
+               frozenset({CALLS, EXPENSIVE, CONTROL_FLOW}), _call_infer))
 register(OpDef("while", 1, (AttrSpec("condition", "computation", required=True),
                             AttrSpec("body", "computation", required=True)),
-               frozenset({CALLS, EXPENSIVE}), _while_infer))
+               frozenset({CALLS, EXPENSIVE, CONTROL_FLOW}), _while_infer))
 # pred index: true/false_computation; s32 index: branch_computations.
 def _conditional_parse_check(inst):
     selector = inst.operands[0].shape if inst.operands else None
@@ -310,7 +310,7 @@ register(OpDef("conditional", (1, None), (
     AttrSpec("true_computation", "computation"),
     AttrSpec("false_computation", "computation"),
     AttrSpec("branch_computations", "computation_list"),
-), frozenset({CALLS, EXPENSIVE}), _conditional_infer,
+), frozenset({CALLS, EXPENSIVE, CONTROL_FLOW}), _conditional_infer,
     parse_check=_conditional_parse_check))
 register(OpDef("fusion", None, (
     AttrSpec("kind", "fusion_kind", required=True),
@@ -351,13 +351,13 @@ register(OpDef("custom-call", None, (
 ), frozenset({CALLS, EXPENSIVE, MAY_SIDE_EFFECT}), parse_check=_custom_call_parse_check))
 register(OpDef("async-start", None, (_ASYNC_THREAD, _ALIASING,
                                      AttrSpec("calls", "computation", required=True)),
-               frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT}),
+               frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT, ASYNC}),
                _async_start_infer))
 register(OpDef("async-update", 1, (_ASYNC_THREAD, AttrSpec("calls", "computation")),
-               frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT}),
+               frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT, ASYNC}),
                _async_update_infer))
 register(OpDef("async-done", 1, (_ASYNC_THREAD, AttrSpec("calls", "computation")),
-               frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT}),
+               frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT, ASYNC}),
                _async_done_infer))
 register(OpDef("copy-start", 1, (AttrSpec("cross_program_prefetch_index", "int"),), _SR,
                _copy_start_infer))

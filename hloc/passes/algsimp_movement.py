@@ -12,7 +12,8 @@ from ..ops import REGISTRY
 from .algsimp_rules import (compose_permutations, inverse_permutation, is_dead,
                             is_scalar, reshape_degenerate, reshape_leaves_dims_unmodified,
                             rule, same)
-from .simplify_util import is_zero_element, remove_if_dead
+from ..ir.graph import remove_instruction_and_unused_operands
+from .simplify_util import is_zero_element
 
 ELEMENTWISE = "elementwise"
 
@@ -84,7 +85,7 @@ def _bcast_sink(inst, ctx):
                              dict(user.attrs))
         new_bcast = ctx.b.broadcast(new_user, user.shape.dims, dims)
         user.replace_all_uses_with(new_bcast)
-        remove_if_dead(user)
+        remove_instruction_and_unused_operands(user)
         return True
     return None
 
@@ -110,7 +111,7 @@ def _bcast_scalar_user(inst, ctx):
         ctx.b.before = user
         new = ctx.b.broadcast(x, user.shape.dims, ())
         user.replace_all_uses_with(new)
-        remove_if_dead(user)
+        remove_instruction_and_unused_operands(user)
         return True
     return None
 

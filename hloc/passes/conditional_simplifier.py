@@ -15,14 +15,13 @@ removed, adjusting every conditional that calls the branch.
 from __future__ import annotations
 
 from ..ir.module import Computation, Instruction, Module
-from ..ir.rewriter import post_order
 from ..ir.shape import ArrayShape, TupleShape
 from . import PassContext, register
 from .base import Pass
+from ..ir.graph import (clone_computation, inline_computation,
+                        remove_unreachable_computations, replace_instruction, stable_post_order)
 from ..ir.rewriter import has_side_effect
-from .simplify_util import (Builder, clone_computation, control_targets,
-                            inline_computation, remove_unreachable_computations, replace,
-                            scalar_value)
+from .simplify_util import Builder, scalar_value
 
 _CHANNEL = ("send", "recv", "send-done", "recv-done", "all-reduce", "all-gather",
             "all-to-all", "reduce-scatter", "collective-permute", "collective-broadcast")
@@ -139,7 +138,7 @@ def _empty_with_array_root(comp: Computation) -> bool:
 def _try_remove(cond: Instruction) -> bool:
     """TryRemoveConditional."""
     comp = cond.parent
-    if cond.control_predecessors or id(cond) in control_targets(comp) or \
+    if cond.has_control_dependencies() or \
             has_side_effect(cond):
         return False
     bs = branches(cond)
@@ -163,8 +162,8 @@ def _try_remove(cond: Instruction) -> bool:
         return False
     if any(_empty_with_array_root(b) for b in bs):
         return False
-    t = inline_computation(bs[0], [cond.operands[1]], comp, before=cond)
-    f = inline_computation(bs[1], [cond.operands[2]], comp, before=cond)
+    t = inline_computation(bs[0], [cond.operands[1]], comp, cond)
+    f = inline_computation(bs[1], [cond.operands[2]], comp, cond)
     b = Builder(comp, before=cond)
 
     def select(x, y):
@@ -178,14 +177,14 @@ def _try_remove(cond: Instruction) -> bool:
             return b.add("select", shape, [p, x, y])
         return b.tuple([select(b.gte(x, i), b.gte(y, i)) for i in range(len(shape.elements))])
 
-    replace(cond, select(t, f))
+    replace_instruction(cond, select(t, f))
     return True
 
 
 def _inline_branch(cond: Instruction, k: int) -> None:
     root = inline_computation(branches(cond)[k], [cond.operands[k + 1]], cond.parent,
                               before=cond)
-    replace(cond, root)
+    replace_instruction(cond, root)
 
 
 def _remove_unused_operands(module: Module, comp: Computation, conds: list) -> bool:
@@ -223,7 +222,7 @@ class ConditionalSimplifier(Pass):
     name = "simplify-conditional"
 
     def run(self, module: Module, ctx: PassContext) -> bool:
-        conds = [i for c in module.computations for i in post_order(c)
+        conds = [i for c in module.computations for i in stable_post_order(c)
                  if i.opcode == "conditional" and "sharding" not in i.attrs
                  and not any(_calls_channel(b) for b in branches(i))]
         changed = False

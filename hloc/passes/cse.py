@@ -22,7 +22,8 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ArrayShape
 from . import register
 from .base import Pass
-from .hlo_graph import Editor, has_side_effect, replace_uses, sort_post_order, xla_post_order
+from ..ir.graph import Removal, operand_post_order, post_order, sort_post_order
+from ..ir.rewriter import has_side_effect
 
 # HloOpcodeIsBinaryCommutative
 COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
@@ -69,7 +70,7 @@ class _Cse:
         return str(shape) if self.layout_sensitive else shape.no_layout()
 
     # -- constants ---------------------------------------------------------------
-    def combine_constants(self, comp: Computation, editor: Editor) -> bool:
+    def combine_constants(self, comp: Computation, editor: Removal) -> bool:
         if any(i.opcode == "domain" for i in comp.instructions):
             return False
         seen: dict = {}
@@ -81,9 +82,9 @@ class _Cse:
             if key is None:
                 continue
             first = seen.setdefault(key, inst)
-            if first is inst or editor.has_deps(inst):
+            if first is inst or inst.has_control_dependencies():
                 continue
-            replace_uses(inst, first)
+            inst.replace_all_uses_with(first)
             editor.gone.add(inst)
             combined = True
         return combined
@@ -94,10 +95,10 @@ class _Cse:
 
     # -- instructions ----------------------------------------------------------------
     def computation(self, comp: Computation) -> bool:
-        editor = Editor(comp)
+        editor = Removal(comp)
         changed = self.combine_constants(comp, editor)
         editor.flush()
-        order = xla_post_order(comp)
+        order = post_order(comp)
         position = {inst: n for n, inst in enumerate(order)}
         representatives: dict = {}
         for inst in order:
@@ -113,15 +114,15 @@ class _Cse:
                 representatives[key] = inst
                 changed |= self.merge_iota_operands(inst, editor)
                 continue
-            if editor.has_deps(inst):
+            if inst.has_control_dependencies():
                 continue
-            replace_uses(inst, rep)
+            inst.replace_all_uses_with(rep)
             editor.remove_with_unused_operands(inst, self.memo)
             changed = True
         editor.flush()
         return changed
 
-    def merge_iota_operands(self, inst: Instruction, editor: Editor) -> bool:
+    def merge_iota_operands(self, inst: Instruction, editor: Removal) -> bool:
         changed = False
         for i, a in enumerate(inst.operands):
             if a.opcode != "iota":

@@ -22,7 +22,8 @@ import bisect
 from ..ir.module import Computation, Instruction, Module
 from . import register
 from .base import Pass, PassContext
-from .fusion_analysis import Reachability, xla_post_order
+from ..ir.graph import post_order
+from .fusion_analysis import Reachability
 from .fusion_build import (StorageOrder, create_fusion, fuse_producer, fusible_computations,
                            replace_with_fusion)
 from .fusion_decisions import CpuFusionRules, can_be_output_fused
@@ -48,8 +49,7 @@ class InstructionFusion(Pass):
         skip = {id(i) for i in comp.instructions
                 if i.opcode == "fusion" and i.attrs.get("kind") == "kCustom"}
         rules = CpuFusionRules(skip)
-        self._control_users = [i for i in comp.instructions if i.control_predecessors]
-        post = xla_post_order(comp.instructions)
+        post = post_order(comp)
         do_not_duplicate = rules.globally_unfusible(post, Reachability(post))
         queue: list = list(post)
         index = {id(inst): n for n, inst in enumerate(queue)}
@@ -125,7 +125,7 @@ class InstructionFusion(Pass):
             fusion = create_fusion(consumer, kind,
                                    f"{producer.opcode}_{consumer.opcode}_fusion")
             order.added(consumer.parent, fusion)
-            replace_with_fusion(consumer, fusion, self._control_users)
+            replace_with_fusion(consumer, fusion)
         rules.update_reused(producer, fusion)
         rules.fused_reduce(fusion, producer)
         evaluation = rules.evaluation(fusion)

@@ -17,8 +17,8 @@ from .fusion_analysis import (REUSE, IndexingEvaluation, Reachability, byte_size
                               is_array,
                               code_duplication_too_high, elements, fused_computation,
                               is_complex, is_effective_scalar, is_elementwise, is_fusible,
-                              operand_element_use, true_rank, unique_operands, unique_users,
-                              xla_post_order)
+                              operand_element_use, true_rank, unique_operands, unique_users)
+from ..ir.graph import post_order
 
 FUSION_THRESHOLD_BYTES = 16 * 1024  # small matrix-vector dots are fused below this
 MAX_CONCATENATE_ARGUMENTS = 8
@@ -417,7 +417,7 @@ def in_place_conflict(producer, consumer) -> str | None:
                 return None
             comp = fused_computation(consumer)
             others = [i for i in comp.instructions if _nonelementwise(i) and i is not in_place]
-            post = xla_post_order(comp.instructions)
+            post = post_order(comp)
             reach = Reachability(post)
             param = comp.parameters[consumer.operands.index(producer)]
             if any(reach.reaches(param, i) for i in others):

@@ -19,14 +19,15 @@ body (`<name>.sunk`) and the condition.
 from __future__ import annotations
 
 from ..ir.module import Computation, Instruction, Module
-from ..ir.rewriter import add_instruction, post_order, uniquer
+from ..ir.graph import (callers, clone_instruction, inline_computation, replace_instruction,
+                        stable_post_order as post_order)
+from ..ir.rewriter import add_instruction, add_parameter, uniquer
 from ..ir.shape import ArrayShape, TupleShape
 from . import PassContext, register
 from .base import Pass
 from ..ir.rewriter import computation_has_side_effect, has_side_effect
-from .simplify_util import (Builder, NotConstant, add_parameter, callers,
-                            clone_instruction, constant_array, control_targets, dce, evaluate,
-                            inline_computation, replace)
+from .dce import run_dce
+from .simplify_util import Builder, NotConstant, constant_array, evaluate
 
 _SEND_RECV = ("send", "send-done", "recv", "recv-done")
 
@@ -111,9 +112,10 @@ def _rebuild(comp: Computation, module: Module, new_shape: TupleShape, index_map
         new.root = mapping[id(comp.root)]
     for inst in comp.instructions:
         clone = mapping.get(id(inst))
-        if clone is not None and inst.control_predecessors:
-            clone.control_predecessors = [mapping[id(p)] for p in inst.control_predecessors
-                                          if mapping.get(id(p)) is not None]
+        if clone is not None:
+            for p in inst.control_predecessors:
+                if mapping.get(id(p)) is not None:
+                    mapping[id(p)].add_control_dependency_to(clone)
     return new
 
 
@@ -144,7 +146,7 @@ def _narrow_loop(w: Instruction, keep: list[int], constants: dict) -> Instructio
             outs.append(init.operands[i])
         else:
             outs.append(b.gte(init, i))
-    replace(w, b.tuple(outs))
+    replace_instruction(w, b.tuple(outs))
     return new_while
 
 
@@ -370,20 +372,20 @@ def trip_count_at_most_one(w: Instruction):
 
 def _remove_loop(w: Instruction) -> bool:
     """TryRemoveWhileLoop: trip count 0 => init; 1 => the body inlined."""
-    if w.control_predecessors or id(w) in control_targets(w.parent) or \
+    if w.has_control_dependencies() or \
             computation_has_side_effect(_cond(w)):
         return False
     n = trip_count_at_most_one(w)
     if n == 0:
-        replace(w, w.operands[0])
+        replace_instruction(w, w.operands[0])
         return True
     fa = w.attrs.get("frontend_attributes")
     if fa is not None and "skip-simplify-while-loops_trip-count-one" in \
             getattr(fa, "text", str(fa)) and '"true"' in getattr(fa, "text", str(fa)):
         return False
     if n == 1 and not computation_has_side_effect(_body(w)):
-        root = inline_computation(_body(w), [w.operands[0]], w.parent, before=w)
-        replace(w, root)
+        root = inline_computation(_body(w), [w.operands[0]], w.parent, w)
+        replace_instruction(w, root)
         return True
     return False
 
@@ -426,9 +428,9 @@ class WhileLoopSimplifier(Pass):
             if w.parent is None or w.parent.parent is not module:
                 continue
             calls = callers(module)
-            if len(calls.get(id(_body(w)), ())) > 1 or len(calls.get(id(_cond(w)), ())) > 1:
+            if len(calls.get(_body(w), ())) > 1 or len(calls.get(_cond(w), ())) > 1:
                 continue
-            pinned = bool(w.control_predecessors) or id(w) in control_targets(w.parent)
+            pinned = w.has_control_dependencies()
             keep = None if pinned else _dead_params(w)
             if keep is not None:
                 _narrow_loop(w, keep, {})
@@ -438,7 +440,7 @@ class WhileLoopSimplifier(Pass):
             if consts and not pinned and _all_param_users_gte(w):
                 n = len(w.shape.elements)
                 if len(consts) == n:
-                    replace(w, w.operands[0])
+                    replace_instruction(w, w.operands[0])
                 else:
                     _narrow_loop(w, [i for i in range(n) if i not in consts], consts)
                 changed = True
@@ -449,7 +451,7 @@ class WhileLoopSimplifier(Pass):
             if _remove_loop(w):
                 changed = True
         if changed:
-            dce(module)
+            run_dce(module)
         return changed
 
 

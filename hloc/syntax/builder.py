@@ -230,7 +230,7 @@ class Builder:
                 if p is None:
                     raise self.error(f"instruction '{pname.lstrip('%')}' is not defined",
                                      irec.pos)
-                inst.control_predecessors.append(p)
+                p.add_control_dependency_to(inst)
         self._names[name] = inst
         self._comp.add_instruction(inst)
         return inst

@@ -1,0 +1,103 @@
+"""The graph API (hloc.ir.graph, hloc.ir.module): XLA's mutation semantics and invariants."""
+from __future__ import annotations
+
+import numpy as np
+
+import hloc
+from hloc.ir.graph import (clone_computation, clone_name, graph_errors, post_order,
+                           replace_instruction)
+from hloc.ir.rewriter import add_instruction
+from hloc.printer import module_to_text
+from hloc.verifier import verify
+
+SQUARE = """HloModule m
+ENTRY e {
+  p = f32[2] parameter(0)
+  a = f32[2] negate(p)
+  b = f32[2] abs(p)
+  m = f32[2] multiply(a, a), sharding={replicated}
+  ROOT r = f32[2] add(m, a)
+}
+"""
+
+
+def _inst(module, name):
+    return next(i for c in module.computations for i in c.instructions if i.name == name)
+
+
+def test_replace_all_uses_lists_each_user_once():
+    module = hloc.parse(SQUARE)
+    a, b, m = _inst(module, "a"), _inst(module, "b"), _inst(module, "m")
+    a.replace_all_uses_with(b)
+    assert m.operands == [b, b]
+    assert b.users.count(m) == 1 and not a.users
+    assert graph_errors(module) == []
+
+
+def test_replace_instruction_moves_sharding_and_name():
+    module = hloc.parse(SQUARE)
+    comp = module.entry
+    m = _inst(module, "m")
+    p = _inst(module, "p")
+    new = add_instruction(comp, "multiply", m.shape, [p, p], before=m)
+    replace_instruction(m, new)
+    assert new.name == "m" and "sharding" in new.attrs      # XLA keeps both
+    assert graph_errors(module) == []
+    assert m.parent is None and m not in comp.instructions
+    verify(module)
+
+
+def test_post_order_is_iterative_and_operands_first():
+    n = 20000                                       # deeper than Python's recursion limit
+    lines = ["HloModule deep", "ENTRY e {", "  x0 = f32[] parameter(0)"]
+    lines += [f"  x{i} = f32[] negate(x{i - 1})" for i in range(1, n)]
+    lines += [f"  ROOT r = f32[] add(x{n - 1}, x0)", "}"]
+    module = hloc.parse("\n".join(lines))
+    order = post_order(module.entry)
+    pos = {inst: k for k, inst in enumerate(order)}
+    assert len(order) == n + 1
+    assert all(pos[o] < pos[i] for i in order for o in i.operands)
+
+
+def test_clone_naming_follows_xla():
+    assert clone_name("x", "clone") == "x.clone"
+    assert clone_name("x.clone", "clone") == "x.clone2"
+    assert clone_name("x.clone2", "clone") == "x.clone3"
+    module = hloc.parse(SQUARE)
+    copy = clone_computation(module.entry)
+    again = clone_computation(copy)
+    assert copy.name == "e.clone" and again.name == "e.clone2"
+    assert {i.name for i in again.instructions} >= {"m.clone2", "r.clone2"}
+    assert graph_errors(module) == []
+
+
+def test_module_clone_is_independent_and_prints_the_same():
+    module = hloc.parse(SQUARE)
+    copy = module.clone()
+    assert copy.name == "m-clone"
+    assert module_to_text(copy).replace("m-clone", "m", 1) == module_to_text(module)
+    _inst(copy, "a").replace_all_uses_with(_inst(copy, "b"))
+    assert "multiply(%a, %a)" in module_to_text(module)
+    x = np.array([1.0, -2.0], np.float32)
+    np.testing.assert_array_equal(module.run(x), copy.run(x) * 0 + module.run(x))
+
+
+def test_control_edges_are_kept_in_both_directions():
+    module = hloc.parse("""HloModule m
+ENTRY e {
+  p = f32[] parameter(0)
+  a = f32[] negate(p)
+  ROOT b = f32[] abs(p), control-predecessors={a}
+}
+""")
+    a, b = _inst(module, "a"), _inst(module, "b")
+    assert a.control_successors == [b] and b.control_predecessors == [a]
+    a.drop_all_control_deps()
+    assert not a.control_successors and not b.control_predecessors
+
+
+def test_graph_errors_reports_broken_links():
+    module = hloc.parse(SQUARE)
+    a = _inst(module, "a")
+    a.users.append(a.users[0])
+    assert any("listed twice" in e for e in graph_errors(module))
