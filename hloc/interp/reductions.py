@@ -25,19 +25,16 @@ from ..ir.attrs import Window
 from ..ir.module import Computation, Instruction
 from ..ir.shape import ArrayShape, TupleShape, array as array_shape
 from . import numerics as N
-from .core import evaluates
+from ..ops import opcodes_with
+from ..ops.base import ELEMENTWISE
+from .core import EVALUATIONS, evaluates
 
 # ---------------------------------------------------------------------------
 # Lane engine
 
-# Opcodes whose evaluation on arrays is the same as on each scalar element.
-LANE_OPCODES = frozenset("""
-abs ceil floor round-nearest-afz round-nearest-even sign negate not count-leading-zeros popcnt
-is-finite exponential exponential-minus-one log log-plus-one logistic sqrt rsqrt cbrt sine cosine
-tan tanh erf real imag convert bitcast-convert reduce-precision acos acosh asin asinh atan atanh
-sinh cosh add subtract multiply divide remainder power maximum minimum atan2 complex and or xor
-shift-left shift-right-arithmetic shift-right-logical compare select clamp mulhi
-""".split())
+# Opcodes whose evaluation on arrays is the same as on each scalar element: the
+# elementwise rows, and bitcast-convert (between scalars its widths are equal).
+LANE_OPCODES = opcodes_with(ELEMENTWISE) | {"bitcast-convert"}
 # Scalar-to-scalar ops that are identities on lanes.
 _IDENTITY_OPCODES = frozenset({"broadcast", "reshape", "bitcast", "copy", "transpose"})
 
@@ -89,7 +86,7 @@ class LaneProgram:
                     isinstance(inst.shape, ArrayShape) and \
                     inst.shape.dtype is getattr(inst.operands[0].shape, "dtype", None):
                 step = (_IDENT, None, ops)
-            elif op in LANE_OPCODES and inst.opdef.evaluate is not None:
+            elif op in LANE_OPCODES and EVALUATIONS.get(op) is not None:
                 step = (_OP, proxy, ops)
             else:
                 raise _NotLaneSafe
@@ -103,7 +100,7 @@ class LaneProgram:
         append = vals.append
         for kind, payload, ops in self.steps:
             if kind == _OP:
-                append(payload.opdef.evaluate(payload, [vals[o] for o in ops], ctx))
+                append(EVALUATIONS[payload.opdef.name](payload, [vals[o] for o in ops], ctx))
             elif kind == _PARAM:
                 append(args[payload])
             elif kind == _CONST:

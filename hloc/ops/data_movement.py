@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..ir.dtypes import S32
 from ..ir.shape import ArrayShape, Layout
-from .base import CALLS, EXPENSIVE, SHAPE_REQUIRED, AttrSpec, OpDef, register
+from .base import CALLS, ELEMENTAL, EXPENSIVE, SHAPE_REQUIRED, AttrSpec, OpDef, register
 from .shape_rules import (compatible, declared, dynamic_of, expect_array, fail,
                           higher_precision, human, is_integral, is_permutation, is_scalar,
                           join, make, need_declared, same_type_ignoring_fp, scalar,
@@ -546,21 +546,23 @@ _SR = frozenset({SHAPE_REQUIRED})
 
 register(OpDef("broadcast", 1, (AttrSpec("dimensions", "int_list", default=(),
                                          always_print=True),),
-               infer=_broadcast_infer))      # required unless the operand is a scalar
+               infer=_broadcast_infer), ELEMENTAL)      # required unless the operand is a scalar
 register(OpDef("reshape", 1, (AttrSpec("inferred_dimension", "int", default=-1),), _SR,
-               _reshape_infer))
+               _reshape_infer), ELEMENTAL)
 register(OpDef("dynamic-reshape", (1, None), (), _SR, _dynamic_reshape_infer))
-register(OpDef("transpose", 1, (_DIMS,), infer=_transpose_infer))
-register(OpDef("reverse", 1, (_DIMS,), infer=_reverse_infer))
-register(OpDef("slice", 1, (AttrSpec("slice", "slice", required=True),), _SR, _slice_infer))
+register(OpDef("transpose", 1, (_DIMS,), infer=_transpose_infer), ELEMENTAL)
+register(OpDef("reverse", 1, (_DIMS,), infer=_reverse_infer), ELEMENTAL)
+register(OpDef("slice", 1, (AttrSpec("slice", "slice", required=True),), _SR, _slice_infer),
+         ELEMENTAL)
 register(OpDef("dynamic-slice", (1, None),
                (AttrSpec("dynamic_slice_sizes", "int_list", required=True),), _SR,
-               _dynamic_slice_infer))
+               _dynamic_slice_infer), ELEMENTAL)
 register(OpDef("dynamic-update-slice", (2, None), (), _SR, _dynamic_update_slice_infer))
-register(OpDef("concatenate", None, (_DIMS,), infer=_concatenate_infer))
-register(OpDef("pad", 2, (AttrSpec("padding", "padding", required=True),), infer=_pad_infer))
+register(OpDef("concatenate", None, (_DIMS,), infer=_concatenate_infer), ELEMENTAL)
+register(OpDef("pad", 2, (AttrSpec("padding", "padding", required=True),), infer=_pad_infer),
+         ELEMENTAL)
 register(OpDef("iota", 0, (AttrSpec("iota_dimension", "int", required=True),), _SR,
-               _iota_infer))
+               _iota_infer), ELEMENTAL)
 register(OpDef("get-dimension-size", 1, (_DIMS,), frozenset({EXPENSIVE}),
                _get_dimension_size_infer))
 register(OpDef("set-dimension-size", 2, (_DIMS,), frozenset({EXPENSIVE}),

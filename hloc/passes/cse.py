@@ -20,13 +20,15 @@ import numpy as np
 
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ArrayShape
+from ..ops import opcodes_with
+from ..ops.base import COMMUTATIVE as _COMMUTATIVE
 from . import register
 from .base import Pass
 from ..ir.graph import Removal, operand_post_order, post_order, sort_post_order
 from ..ir.rewriter import has_side_effect
 
-# HloOpcodeIsBinaryCommutative
-COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+# HloOpcodeIsBinaryCommutative: the registry's COMMUTATIVE trait.
+COMMUTATIVE = opcodes_with(_COMMUTATIVE)
 # Attributes HloInstruction::Identical does not look at.
 IGNORED_ATTRS = frozenset({"metadata", "frontend_attributes", "statistics", "origin"})
 ZERO_OPERAND_CSE = frozenset({"partition-id", "replica-id"})
