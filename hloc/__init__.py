@@ -13,6 +13,20 @@ lists, which are converted to the parameter's type; tuples for tuple parameters.
 returns NumPy arrays (0-d for scalars) and tuples for tuple results, and raises
 hloc.diagnostics.InputError for a wrong argument count, type or shape and
 UnsupportedError for an operation the back end cannot execute.
+
+Layers, bottom-up (tests/test_layering.py reads the imports and holds them to this):
+1. value types: hloc.ir.dtypes, .shape, .attrs, .literal, .stackframes and
+   hloc.diagnostics; they import nothing above them.
+2. the registry: hloc.ops (OpDef rows, traits, shape rules; executor facets attach
+   through hloc.ops.facets); imports only value types.
+3. the graph: hloc.ir.module, .graph, .rewriter (instructions, computations, modules and
+   every edit of them); may ask the registry (e.g. whether an op has side effects).
+4. text, beside the graph: hloc.syntax (lexing, literal parsing, building) and the printer.
+5. the verifier, the interpreter (hloc.interp) and the passes (hloc.passes; constant
+   folding runs the interpreter, by design).
+6. executors and commands on top: runner, inputs, compare, fake_args, cli, backend.
+No import cycles; nothing in the graph or the registry imports passes, interp, syntax or
+an executor.
 """
 from __future__ import annotations
 
