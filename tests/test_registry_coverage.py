@@ -27,7 +27,9 @@ def test_opdefs_are_frozen_and_facets_attach_once():
     with pytest.raises(dataclasses.FrozenInstanceError):
         op.unsupported = "patched"
     with pytest.raises(ValueError, match="registered twice"):
-        facets.attach("evaluate", lambda *a: None, "add")
+        facets.attach("evaluate", lambda *a: None, "compare")
+    with pytest.raises(ValueError, match="registered twice"):
+        facets.attach_semantic("evaluate", lambda *a: None, "add")
     with pytest.raises(ValueError, match="unknown opcode"):
         facets.attach("evaluate", lambda *a: None, "no-such-op")
     with pytest.raises(ValueError, match="unknown facet kind"):

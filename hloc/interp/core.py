@@ -127,7 +127,7 @@ class Interpreter:
                                       else "false_computation"]
                     i = 0 if bool(selector) else 1
                 return self.call(comp, [env[id(inst.operands[i + 1])]])
-        fn = EVALUATIONS.get(inst.opdef.name)
+        fn = EVALUATIONS.get(inst.opdef.name) or facets.get("evaluate", inst.opdef.name)
         if fn is None:
             why = inst.opdef.unsupported
             raise unsupported(inst, f"opcode {inst.opcode}" + (f": {why}" if why else ""))

@@ -27,7 +27,8 @@ from ..ir.shape import ArrayShape, TupleShape, array as array_shape
 from . import numerics as N
 from ..ops import opcodes_with
 from ..ops.base import ELEMENTWISE
-from .core import EVALUATIONS, evaluates
+from ..ops import facets
+from .core import evaluates
 
 # ---------------------------------------------------------------------------
 # Lane engine
@@ -86,8 +87,8 @@ class LaneProgram:
                     isinstance(inst.shape, ArrayShape) and \
                     inst.shape.dtype is getattr(inst.operands[0].shape, "dtype", None):
                 step = (_IDENT, None, ops)
-            elif op in LANE_OPCODES and EVALUATIONS.get(op) is not None:
-                step = (_OP, proxy, ops)
+            elif op in LANE_OPCODES and facets.get("evaluate", op) is not None:
+                step = (_OP, (facets.get("evaluate", op), proxy), ops)
             else:
                 raise _NotLaneSafe
             slot[id(inst)] = len(steps)
@@ -100,7 +101,8 @@ class LaneProgram:
         append = vals.append
         for kind, payload, ops in self.steps:
             if kind == _OP:
-                append(EVALUATIONS[payload.opdef.name](payload, [vals[o] for o in ops], ctx))
+                fn, proxy = payload
+                append(fn(proxy, [vals[o] for o in ops], ctx))
             elif kind == _PARAM:
                 append(args[payload])
             elif kind == _CONST:

@@ -127,8 +127,11 @@ MAY_SIDE_EFFECT = "may_side_effect"            # side effect depends on attribut
 COMPARE_TYPE_BY_DTYPE = "compare_type_by_dtype"
 # A compiled back end can express the op as an element generator (each output element
 # from operand elements): every ELEMENTWISE op, and data movement such as broadcast,
-# reshape, transpose, slice, concatenate, pad, iota, reverse, dynamic-slice.
+# reshape, transpose, slice, concatenate, pad, iota, reverse, dynamic-slice, bitcast,
+# dynamic-update-slice, gather, reduce (what CpuInstructionFusion loop-fuses).
 ELEMENTAL = "elemental"
+# XLA:CPU's FusionWrapper wraps the op, left unfused, in a kLoop fusion of its own.
+CPU_WRAPPED = "cpu_wrapped"
 # The interpreter's walker moves the values itself (parameters, constants, tuples, calls
 # and control flow); such ops need no evaluation facet.
 STRUCTURAL = "structural"

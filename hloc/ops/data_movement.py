@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..ir.dtypes import S32
 from ..ir.shape import ArrayShape, Layout
-from .base import CALLS, ELEMENTAL, EXPENSIVE, SHAPE_REQUIRED, AttrSpec, OpDef, register
+from .base import CALLS, CPU_WRAPPED, ELEMENTAL, EXPENSIVE, SHAPE_REQUIRED, AttrSpec, OpDef, register
 from .shape_rules import (compatible, declared, dynamic_of, expect_array, fail,
                           higher_precision, human, is_integral, is_permutation, is_scalar,
                           join, make, need_declared, same_type_ignoring_fp, scalar,
@@ -546,28 +546,28 @@ _SR = frozenset({SHAPE_REQUIRED})
 
 register(OpDef("broadcast", 1, (AttrSpec("dimensions", "int_list", default=(),
                                          always_print=True),),
-               infer=_broadcast_infer), ELEMENTAL)      # required unless the operand is a scalar
+               infer=_broadcast_infer), ELEMENTAL, CPU_WRAPPED)  # required unless operand is scalar
 register(OpDef("reshape", 1, (AttrSpec("inferred_dimension", "int", default=-1),), _SR,
-               _reshape_infer), ELEMENTAL)
+               _reshape_infer), ELEMENTAL, CPU_WRAPPED)
 register(OpDef("dynamic-reshape", (1, None), (), _SR, _dynamic_reshape_infer))
 register(OpDef("transpose", 1, (_DIMS,), infer=_transpose_infer), ELEMENTAL)
-register(OpDef("reverse", 1, (_DIMS,), infer=_reverse_infer), ELEMENTAL)
+register(OpDef("reverse", 1, (_DIMS,), infer=_reverse_infer), ELEMENTAL, CPU_WRAPPED)
 register(OpDef("slice", 1, (AttrSpec("slice", "slice", required=True),), _SR, _slice_infer),
-         ELEMENTAL)
+         ELEMENTAL, CPU_WRAPPED)
 register(OpDef("dynamic-slice", (1, None),
                (AttrSpec("dynamic_slice_sizes", "int_list", required=True),), _SR,
-               _dynamic_slice_infer), ELEMENTAL)
-register(OpDef("dynamic-update-slice", (2, None), (), _SR, _dynamic_update_slice_infer))
+               _dynamic_slice_infer), ELEMENTAL, CPU_WRAPPED)
+register(OpDef("dynamic-update-slice", (2, None), (), _SR, _dynamic_update_slice_infer), ELEMENTAL)
 register(OpDef("concatenate", None, (_DIMS,), infer=_concatenate_infer), ELEMENTAL)
 register(OpDef("pad", 2, (AttrSpec("padding", "padding", required=True),), infer=_pad_infer),
-         ELEMENTAL)
+         ELEMENTAL, CPU_WRAPPED)
 register(OpDef("iota", 0, (AttrSpec("iota_dimension", "int", required=True),), _SR,
-               _iota_infer), ELEMENTAL)
+               _iota_infer), ELEMENTAL, CPU_WRAPPED)
 register(OpDef("get-dimension-size", 1, (_DIMS,), frozenset({EXPENSIVE}),
                _get_dimension_size_infer))
 register(OpDef("set-dimension-size", 2, (_DIMS,), frozenset({EXPENSIVE}),
                _set_dimension_size_infer))
-register(OpDef("bitcast", 1, (), _SR))    # layout-sensitive size check only; no rule
+register(OpDef("bitcast", 1, (), _SR), ELEMENTAL)    # layout-sensitive size check only; no rule
 register(OpDef("shuffle", 1, (), unsupported="shuffle is an upstream-tip opcode that "
                "jaxlib 0.10.2 does not know; its attributes and shape rule are unknown"))
 register(OpDef("gather", 2, (
@@ -579,7 +579,7 @@ register(OpDef("gather", 2, (
     AttrSpec("index_vector_dim", "int", required=True),
     AttrSpec("slice_sizes", "int_list", required=True, always_print=True),
     AttrSpec("indices_are_sorted", "bool", default=False),
-), frozenset({EXPENSIVE}), _gather_infer))
+), frozenset({EXPENSIVE}), _gather_infer), CPU_WRAPPED, ELEMENTAL)
 register(OpDef("scatter", None, (  # N inputs, indices, N updates: an odd count
     AttrSpec("update_window_dims", "int_list", required=True, always_print=True),
     AttrSpec("inserted_window_dims", "int_list", required=True, always_print=True),
@@ -590,4 +590,4 @@ register(OpDef("scatter", None, (  # N inputs, indices, N updates: an odd count
     AttrSpec("indices_are_sorted", "bool", default=False),
     AttrSpec("unique_indices", "bool", default=False),
     AttrSpec("to_apply", "computation", required=True),
-), frozenset({CALLS, EXPENSIVE}), _scatter_infer))
+), frozenset({CALLS, EXPENSIVE}), _scatter_infer), CPU_WRAPPED)

@@ -6,7 +6,9 @@ knows how to do with it is a *facet* of a named kind, attached here: the interpr
 (`@emits(...)`, and any further kinds it declares, e.g. whole-kernel emitters for
 non-elemental ops). `declare(kind, required=...)` names a kind and the ops that must
 have it (a predicate on the OpDef, derived from its traits); `registrar(kind)` makes the
-decorator; `get(kind, opcode)` answers the executor; `missing(kind)` is what the
+decorator; `attach_semantic(kind, fn, key)` attaches by an elementwise row's semantic key
+(OpDef.semantic), so a new row with a known key needs no executor edit; `get(kind,
+opcode)` answers the executor; `missing(kind)` is what the
 coverage tests assert empty. Attaching twice, or to an unknown opcode, is an error.
 """
 from __future__ import annotations
@@ -17,12 +19,14 @@ from typing import Callable
 from .base import ELEMENTAL, REGISTRY, STRUCTURAL, OpDef
 
 _TABLES: dict[str, dict[str, Callable]] = {}
+_BY_SEMANTIC: dict[str, dict[str, Callable]] = {}     # kind -> semantic key -> facet
 _REQUIRED: dict[str, Callable[[OpDef], bool]] = {}
 
 
 def declare(kind: str, required: Callable[[OpDef], bool] | None = None) -> None:
     """Name a facet kind; `required(opdef)` says which ops must have it."""
     _TABLES.setdefault(kind, {})
+    _BY_SEMANTIC.setdefault(kind, {})
     if required is not None:
         _REQUIRED[kind] = required
 
@@ -41,6 +45,19 @@ def attach(kind: str, fn: Callable, *opcodes: str) -> Callable:
     return fn
 
 
+def attach_semantic(kind: str, fn: Callable, *keys: str) -> Callable:
+    """Attach `fn` as the `kind` facet of every elementwise row whose semantic key is one
+    of `keys` (rows added later included); a facet attached to the opcode itself wins."""
+    if kind not in _BY_SEMANTIC:
+        raise ValueError(f"unknown facet kind {kind!r} (declare it first)")
+    table_ = _BY_SEMANTIC[kind]
+    for key in keys:
+        if key in table_:
+            raise ValueError(f"{kind} for semantic {key} registered twice")
+        table_[key] = fn
+    return fn
+
+
 def registrar(kind: str):
     """The decorator for `kind`: `@deco("add", "subtract")` attaches the function."""
     declare(kind)
@@ -54,11 +71,18 @@ def registrar(kind: str):
 
 
 def get(kind: str, opcode: str) -> Callable | None:
-    return _TABLES.get(kind, {}).get(opcode)
+    """The `kind` facet of `opcode`: its own, else its semantic key's."""
+    fn = _TABLES.get(kind, {}).get(opcode)
+    if fn is None:
+        op = REGISTRY.get(opcode)
+        if op is not None and op.semantic is not None:
+            fn = _BY_SEMANTIC.get(kind, {}).get(op.semantic)
+    return fn
 
 
 def table(kind: str):
-    """opcode -> facet for `kind` (read-only); executors look facets up here."""
+    """opcode -> the facets attached to opcodes themselves (read-only), for executors'
+    fast paths; fall back to `get` (semantic keys) on a miss."""
     return MappingProxyType(_TABLES.setdefault(kind, {}))
 
 
@@ -71,8 +95,7 @@ def missing(kind: str) -> list[str]:
     need = _REQUIRED.get(kind)
     if need is None:
         return []
-    table_ = _TABLES.get(kind, {})
-    return sorted(name for name, op in REGISTRY.items() if need(op) and name not in table_)
+    return sorted(name for name, op in REGISTRY.items() if need(op) and get(kind, name) is None)
 
 
 def _runnable(op: OpDef) -> bool:

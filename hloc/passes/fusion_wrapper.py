@@ -19,17 +19,10 @@ from . import register
 from .base import Pass, PassContext
 from .fusion_build import StorageOrder, create_fusion, replace_with_fusion
 from ..ir.graph import post_order
+from ..ops import opcodes_with
+from ..ops.base import CPU_WRAPPED
 
-_WRAPPED = frozenset({
-    "scatter", "abs", "add", "and", "atan2", "bitcast-convert", "broadcast", "cbrt", "ceil",
-    "clamp", "count-leading-zeros", "compare", "complex", "convert", "cosine", "divide",
-    "dynamic-slice", "erf", "exponential", "exponential-minus-one", "floor", "gather",
-    "imag", "iota", "is-finite", "log", "log-plus-one", "map", "maximum", "minimum",
-    "multiply", "negate", "not", "or", "pad", "popcnt", "power", "real", "reduce",
-    "reduce-precision", "reduce-window", "remainder", "reshape", "reverse",
-    "round-nearest-afz", "round-nearest-even", "rsqrt", "select", "shift-left",
-    "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "slice", "sqrt",
-    "subtract", "tan", "tanh", "xor"})
+_WRAPPED = opcodes_with(CPU_WRAPPED)
 _CONTROL_FLOW = ("conditional", "while", "call", "async-start")
 
 
