@@ -26,7 +26,7 @@ from hloc.ir.module import Instruction
 from hloc.passes import PassContext
 from hloc.passes.fusion import InstructionFusion
 from hloc.ir.graph import post_order
-from hloc.passes.fusion_wrapper import FusionWrapper
+from hloc.passes.fusion import FusionWrapper
 from hloc.runner import run_module
 from hloc.verifier import collect_errors
 

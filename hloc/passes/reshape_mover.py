@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..ir.module import Computation, Instruction, Module
 from ..ops import REGISTRY
 from . import PassContext, register
-from .algsimp_rules import inverse_permutation
+from .algsimp.rules import inverse_permutation
 from .base import Pass
 from ..ir.graph import remove_instruction_and_unused_operands
 from .simplify_util import Builder

@@ -2,8 +2,8 @@
 
 XLA's pass visits every instruction of every non-fusion computation in post-order and
 tries the rewrites of its opcode's handler, repeating until nothing changes. Here each
-rewrite is one row of the table in algsimp_rules.RULES (filled by algsimp_arith,
-algsimp_movement and algsimp_reduce), and a worklist seeded with the post-order
+rewrite is one row of the table in rules.RULES (filled by arith, logic, movement,
+reduce and slicing), and a worklist seeded with the post-order
 revisits what a rewrite created or touched, until the computation is stable. The
 options are XLA:CPU's (cpu_compiler.cc): layout-insensitive, no dot strength reduction,
 min/max not NaN-propagating (so no float min/max-with-infinity folds), non-canonical
@@ -16,14 +16,13 @@ pass asks. Instructions with control dependencies are left alone.
 """
 from __future__ import annotations
 
-from ..ir.module import Computation, Instruction, Module
-from ..ir.graph import remove_instruction_and_unused_operands, replace_instruction, stable_post_order
-from . import PassContext, register
-from .base import Pass, PassError
-from . import (algsimp_arith, algsimp_logic, algsimp_movement,  # noqa: F401 (rules)
-               algsimp_reduce, algsimp_slicing)
-from .algsimp_rules import RULES
-from .simplify_util import Builder
+from ...ir.module import Computation, Instruction, Module
+from ...ir.graph import remove_instruction_and_unused_operands, replace_instruction, stable_post_order
+from .. import PassContext, register
+from ..base import Pass, PassError
+from . import arith, logic, movement, reduce, slicing  # noqa: F401 (rules)
+from .rules import RULES
+from ..simplify_util import Builder
 
 # A worklist that keeps rewriting is a bug in a rule pair; stop after this many visits
 # per instruction rather than loop forever.

@@ -4,13 +4,13 @@ HloInstruction's IsElementwise, IsFusible, HasSideEffect and OperandElementUse (
 follows fused computations, FusionReusesParamElements); HloComputation's
 MakeInstructionPostOrder; HloReachabilityMap (as ancestor bitsets); and
 FusionNodeIndexingEvaluation, kept up to date as producers are fused in, with its code
-duplication limit. Used by fusion_decisions.py (the rules) and fusion.py (the pass).
+duplication limit. Used by decisions.py (the rules) and instruction_fusion.py (the pass).
 """
 from __future__ import annotations
 
-from ..ir.graph import operand_post_order, post_order
-from ..ir.rewriter import has_side_effect
-from ..ops.base import ELEMENTWISE
+from ...ir.graph import operand_post_order, post_order
+from ...ir.rewriter import has_side_effect
+from ...ops.base import ELEMENTWISE
 
 # HloInstruction::UseKind, ordered as XLA orders it (the lattice meet is `min`).
 REUSE, PERMUTING, USE, NO_USE = 0, 1, 2, 3

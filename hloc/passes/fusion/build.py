@@ -11,11 +11,11 @@ and `fusible_computations` the computations InstructionFusion visits.
 """
 from __future__ import annotations
 
-from ..ir.module import Computation, Instruction, Module
-from ..ir.graph import callers, computation_post_order, post_order, replace_instruction
-from ..ir.rewriter import uniquer
-from ..ops import REGISTRY
-from .fusion_decisions import EMBEDDED_CALLERS
+from ...ir.module import Computation, Instruction, Module
+from ...ir.graph import callers, computation_post_order, post_order, replace_instruction
+from ...ir.rewriter import uniquer
+from ...ops import REGISTRY
+from .decisions import EMBEDDED_CALLERS
 
 
 # ---------------------------------------------------------------------------

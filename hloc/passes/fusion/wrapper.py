@@ -14,13 +14,13 @@ is left unwrapped, as XLA leaves the bitcast.
 """
 from __future__ import annotations
 
-from ..ir.module import Module
-from . import register
-from .base import Pass, PassContext
-from .fusion_build import StorageOrder, create_fusion, replace_with_fusion
-from ..ir.graph import post_order
-from ..ops import opcodes_with
-from ..ops.base import CPU_WRAPPED
+from ...ir.module import Module
+from .. import register
+from ..base import Pass, PassContext
+from .build import StorageOrder, create_fusion, replace_with_fusion
+from ...ir.graph import post_order
+from ...ops import opcodes_with
+from ...ops.base import CPU_WRAPPED
 
 _WRAPPED = opcodes_with(CPU_WRAPPED)
 _CONTROL_FLOW = ("conditional", "while", "call", "async-start")

@@ -9,18 +9,18 @@ decision, which returns the reason an edge must not be fused (None when it may),
 global "do not duplicate" analysis (ComputeGloballyUnfusible: EffectivelyAtMostUnary,
 CanFuseOnAllPaths), the reused-operand sets XLA caches, and the in-place rule for
 dynamic-update-slice consumers (ShouldFuseInPlaceOp). The graph facts underneath are
-in fusion_analysis.py.
+in analysis.py.
 """
 from __future__ import annotations
 
-from .fusion_analysis import (REUSE, IndexingEvaluation, Reachability, byte_size,
+from .analysis import (REUSE, IndexingEvaluation, Reachability, byte_size,
                               is_array,
                               code_duplication_too_high, elements, fused_computation,
                               is_complex, is_effective_scalar, is_elementwise, is_fusible,
                               operand_element_use, true_rank, unique_operands, unique_users)
-from ..ir.graph import post_order
-from ..ops import opcodes_with
-from ..ops.base import ELEMENTAL, ELEMENTWISE, EXPENSIVE, EXPENSIVE_IF_COMPLEX
+from ...ir.graph import post_order
+from ...ops import opcodes_with
+from ...ops.base import ELEMENTAL, ELEMENTWISE, EXPENSIVE, EXPENSIVE_IF_COMPLEX
 
 FUSION_THRESHOLD_BYTES = 16 * 1024  # small matrix-vector dots are fused below this
 MAX_CONCATENATE_ARGUMENTS = 8

@@ -16,9 +16,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from ..ir.module import Instruction
-from ..ir.shape import ArrayShape
-from .simplify_util import scalar_value
+from ...ir.module import Instruction
+from ...ir.shape import ArrayShape
+from ..simplify_util import scalar_value
 
 
 @dataclass(frozen=True)

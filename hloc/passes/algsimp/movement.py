@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops import REGISTRY
-from .algsimp_rules import (compose_permutations, inverse_permutation, is_dead,
+from ...ops import REGISTRY
+from .rules import (compose_permutations, inverse_permutation, is_dead,
                             is_scalar, reshape_degenerate, reshape_leaves_dims_unmodified,
                             rule, same)
-from ..ir.graph import remove_instruction_and_unused_operands
-from .simplify_util import is_zero_element
+from ...ir.graph import remove_instruction_and_unused_operands
+from ..simplify_util import is_zero_element
 
 ELEMENTWISE = "elementwise"
 
@@ -183,7 +183,7 @@ def _reshape_bcast(inst, ctx):
 
 @rule("reshape", "reshape(iota) => iota (or a mixed-radix sum of iotas for integers)")
 def _reshape_iota(inst, ctx):
-    from .algsimp_rules import common_factors
+    from .rules import common_factors
     x = inst.operands[0]
     if x.opcode != "iota":
         return None
