@@ -21,7 +21,8 @@ import numpy as np
 
 from .diagnostics import InputError
 from .ir.dtypes import from_numpy
-from .ir.literal import LiteralError, parse_literal
+from .ir.literal import LiteralError
+from .syntax.literal_parser import parse_literal
 from .ir.shape import ArrayShape, ShapeSyntaxError, TupleShape, parse_shape_prefix
 
 __all__ = ["NATIVE", "InputArray", "load_npz", "save_npz", "encode_arrays", "read_inputs",

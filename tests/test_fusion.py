@@ -26,6 +26,7 @@ from hloc.ir.module import Instruction
 from hloc.passes import PassContext
 from hloc.passes.fusion import InstructionFusion
 from hloc.ir.graph import post_order
+from hloc.syntax.literal_printer import literal_text
 from hloc.passes.fusion import FusionWrapper
 from hloc.runner import run_module
 from hloc.verifier import collect_errors
@@ -446,7 +447,7 @@ def unfuse(module) -> None:
                                "call", "fusion"):
                 continue
             key = (inst.opcode, str(inst.shape), tuple(id(o) for o in inst.operands),
-                   inst.literal.to_text() if inst.literal is not None else None,
+                   literal_text(inst.literal) if inst.literal is not None else None,
                    repr(sorted((k, repr(v)) for k, v in inst.attrs.items() if k != "metadata")))
             if key in seen:
                 inst.replace_all_uses_with(seen[key])

@@ -23,7 +23,7 @@ class ShapeInferenceError(Exception):
 @dataclass(frozen=True)
 class AttrSpec:
     name: str
-    kind: str                 # a key of hloc.ir.attrs.KINDS
+    kind: str                 # a key of hloc.syntax.attr_kinds.KINDS
     required: bool = False
     default: Any = None       # value when absent (never printed when equal)
     # XLA stores the value and always prints it, the default included when the text

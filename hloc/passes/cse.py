@@ -26,6 +26,7 @@ from . import register
 from .base import Pass
 from ..ir.graph import Removal, operand_post_order, post_order, sort_post_order
 from ..ir.rewriter import has_side_effect
+from ..syntax.literal_printer import literal_text
 
 # HloOpcodeIsBinaryCommutative: the registry's COMMUTATIVE trait.
 COMMUTATIVE = opcodes_with(_COMMUTATIVE)
@@ -182,7 +183,7 @@ class _Cse:
         fp = self.fingerprints.get(comp)
         if fp is not None:
             return fp
-        order = _reachable_post_order(comp.root)
+        order = operand_post_order(comp.root)
         position = {inst: n for n, inst in enumerate(order)}
         saved, self.layout_sensitive = self.layout_sensitive, True
         try:
@@ -193,7 +194,7 @@ class _Cse:
                     extra = inst.parameter_number
                 elif inst.opcode == "constant":
                     extra = _literal_bytes(inst.shape, inst.literal, limit=None) \
-                        or inst.literal.to_text()
+                        or literal_text(inst.literal)
                 rows.append((inst.opcode, str(inst.shape),
                              tuple(position[o] for o in inst.operands),
                              self.attrs_key(inst), extra))
@@ -202,25 +203,6 @@ class _Cse:
         fp = (comp.execution_thread, tuple(rows))
         self.fingerprints[comp] = fp
         return fp
-
-
-def _reachable_post_order(root: Instruction) -> list[Instruction]:
-    done: set = set()
-    out: list[Instruction] = []
-    stack = [(root, 0)]
-    done.add(root)
-    while stack:
-        inst, i = stack[-1]
-        if i < len(inst.operands):
-            stack[-1] = (inst, i + 1)
-            op = inst.operands[i]
-            if op not in done:
-                done.add(op)
-                stack.append((op, 0))
-        else:
-            stack.pop()
-            out.append(inst)
-    return out
 
 
 def _literal_bytes(shape, literal, limit: int | None = MAX_CONSTANT_BYTES):
