@@ -19,7 +19,7 @@ Layers, bottom-up (tests/test_layering.py reads the imports and holds them to th
    hloc.diagnostics; they import nothing above them.
 2. the registry: hloc.ops (OpDef rows, traits, shape rules; executor facets attach
    through hloc.ops.facets); imports only value types.
-3. the graph: hloc.ir.module, .graph, .rewriter (instructions, computations, modules and
+3. the graph: hloc.ir.module, .graph, .clone, .rewriter (instructions, computations, modules and
    every edit of them); may ask the registry (e.g. whether an op has side effects).
 4. text, beside the graph: hloc.syntax (lexing, literal parsing, building) and the printer.
 5. the verifier, the interpreter (hloc.interp) and the passes (hloc.passes; constant

@@ -3,7 +3,7 @@
 Each evaluation picks the operands' element types from the instruction, runs a pure
 kernel from numerics.py / conversions.py under `np.errstate(all="ignore")` and checks
 that the result has exactly the storage dtype of the instruction's element type.
-Results take their dimensions from the operands (so the lane engine in reductions.py
+Results take their dimensions from the operands (so the lane engine in lanes.py
 can run these on arrays of any shape); scalar operands of select and clamp broadcast;
 copy of a tuple is the element-by-element (deep) copy.
 An element type the kernel does not take becomes `ctx.unsupported(...)`.

@@ -289,7 +289,7 @@ class Module:
 
     def clone(self, suffix: str = "clone") -> "Module":
         """HloModule::Clone: an independent deep copy named `<name>-<suffix>`."""
-        from .graph import clone_module
+        from .clone import clone_module
         return clone_module(self, suffix)
 
     def run(self, *args, backend: str = "interpreter", seed: int = 42):

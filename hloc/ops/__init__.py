@@ -12,7 +12,9 @@ The few facts that depend on an instruction's attributes rather than its opcode
 """
 from __future__ import annotations
 
-from . import collectives, control, data_movement, elementwise, linalg, reductions  # noqa: F401
+# Theme modules register their rows on import (this order is the registry's order).
+from . import collectives, control, data_movement, gather_scatter  # noqa: F401
+from . import elementwise, linalg, reductions  # noqa: F401
 from .base import (EXPENSIVE, EXPENSIVE_IF_COMPLEX, GENERIC_ATTRS, GENERIC_INDEX, REGISTRY,
                    SHAPE_REQUIRED, SIDE_EFFECT, AttrSpec, OpDef, ShapeInferenceError, lookup)
 from .elementwise import default_compare_type

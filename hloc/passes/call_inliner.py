@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..ir.graph import (Removal, inline_computation, post_order, relay_control_deps,
-                        replace_instruction)
+from ..ir.graph import Removal, post_order, relay_control_deps, replace_instruction
+from ..ir.clone import inline_computation
 from ..ir.module import Instruction, Module
 from ..ops import opcodes_with
 from ..ops.base import ASYNC

@@ -18,8 +18,8 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ArrayShape, TupleShape
 from . import PassContext, register
 from .base import Pass
-from ..ir.graph import (clone_computation, inline_computation,
-                        remove_unreachable_computations, replace_instruction, stable_post_order)
+from ..ir.graph import remove_unreachable_computations, replace_instruction, stable_post_order
+from ..ir.clone import clone_computation, inline_computation
 from ..ir.rewriter import has_side_effect
 from .simplify_util import Builder, scalar_value
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from ..ir.module import Computation, Instruction, Module
 from . import register
 from .base import Pass
-from ..ir.graph import callers, clone_computation
+from ..ir.graph import callers
+from ..ir.clone import clone_computation
 from ..ops import opcodes_with
 from ..ops.base import ASYNC, CONTROL_FLOW as _CONTROL_FLOW
 

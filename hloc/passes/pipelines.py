@@ -24,7 +24,8 @@ from .base import FixedPoint, Pass, Pipeline
 PASS_MODULES = (
     "dce", "cse", "tuple_simplifier", "call_inliner", "flatten_call_graph",
     "zero_sized_hlo_elimination", "algsimp", "constant_folding", "reshape_mover",
-    "while_loop_simplifier", "conditional_simplifier", "expanders", "fusion",
+    "while_loop_simplifier", "while_loop_constant_sinking", "conditional_simplifier",
+    "expanders", "fusion",
 )
 
 

@@ -1,5 +1,5 @@
-"""simplify-while-loops and while-loop-constant-sinking (XLA's WhileLoopSimplifier and
-WhileLoopConstantSinking).
+"""simplify-while-loops (XLA's WhileLoopSimplifier); while-loop-constant-sinking is in
+while_loop_constant_sinking.py.
 
 simplify-while-loops visits every while whose body and condition have no other callers
 and applies the first of: removing tuple elements the loop never needs (dead
@@ -11,16 +11,12 @@ count of 0 (replaced by the init) or 1 (the body inlined on the init). Trip coun
 from XLA's induction-variable analysis with brute-force evaluation of at most one
 iteration. Not implemented: merging repeated tuple indices, flattening nested tuples,
 merging induction variables. A DCE over the module follows any change, as in XLA.
-
-while-loop-constant-sinking replaces uses of a loop-invariant element (passed through
-unchanged by the body) whose init is a constant with a copy of that constant inside the
-body (`<name>.sunk`) and the condition.
 """
 from __future__ import annotations
 
 from ..ir.module import Computation, Instruction, Module
-from ..ir.graph import (callers, clone_instruction, inline_computation, replace_instruction,
-                        stable_post_order as post_order)
+from ..ir.graph import callers, replace_instruction, stable_post_order as post_order
+from ..ir.clone import clone_instruction, inline_computation
 from ..ir.rewriter import add_instruction, add_parameter, uniquer
 from ..ir.shape import ArrayShape, TupleShape
 from . import PassContext, register
@@ -28,6 +24,7 @@ from .base import Pass
 from ..ir.rewriter import computation_has_side_effect, has_side_effect
 from .dce import run_dce
 from .simplify_util import Builder, NotConstant, constant_array, evaluate
+
 
 _SEND_RECV = ("send", "send-done", "recv", "recv-done")
 
@@ -453,49 +450,3 @@ class WhileLoopSimplifier(Pass):
         if changed:
             run_dce(module)
         return changed
-
-
-@register
-class WhileLoopConstantSinking(Pass):
-    name = "while-loop-constant-sinking"
-
-    def run(self, module: Module, ctx: PassContext) -> bool:
-        changed = False
-        comps = [c for c in module.computations if not c.is_fusion_computation]
-        whiles = [i for c in reversed(comps) for i in c.instructions if i.opcode == "while"]
-        for w in whiles:
-            changed |= _sink_constants(w)
-        return changed
-
-
-def _sink_constants(w: Instruction) -> bool:
-    init = w.operands[0]
-    if init.opcode != "tuple":
-        return False
-    body, cond = _body(w), _cond(w)
-    root = body.root
-    if root.opcode != "tuple":
-        return False
-    changed = False
-    cond_gtes: dict[int, list[Instruction]] = {}
-    for g in _gtes(cond):
-        cond_gtes.setdefault(g.attrs["index"], []).append(g)
-    invariant = [g for g in _gtes(body) if root.operands[g.attrs["index"]] is g]
-    for g in invariant:
-        i = g.attrs["index"]
-        value = init.operands[i]
-        if value.opcode != "constant":
-            continue
-        if len(g.users) > 1:
-            c = clone_instruction(value, body, [], name=f"{value.name}.sunk", before=g)
-            for u in list(g.users):
-                for k, o in enumerate(u.operands):
-                    if o is g and not (u is root and k == i):
-                        u.set_operand(k, c)
-            changed = True
-        for cg in cond_gtes.get(i, ()):
-            if cg.users:
-                c = clone_instruction(value, cond, [], name=f"{value.name}.sunk", before=cg)
-                cg.replace_all_uses_with(c)
-                changed = True
-    return changed

@@ -17,7 +17,8 @@ pass asks. Instructions with control dependencies are left alone.
 from __future__ import annotations
 
 from ...ir.module import Computation, Instruction, Module
-from ...ir.graph import remove_instruction_and_unused_operands, replace_instruction, stable_post_order
+from ...ir.graph import (remove_instruction_and_unused_operands, replace_instruction,
+                         stable_post_order)
 from .. import PassContext, register
 from ..base import Pass, PassError
 from . import arith, logic, movement, reduce, slicing  # noqa: F401 (rules)
