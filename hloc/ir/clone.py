@@ -69,7 +69,7 @@ def clone_computation(comp: Computation, module: Module | None = None,
     for inst, copy in mapping.items():
         for pred in inst.control_predecessors:
             mapping[pred].add_control_dependency_to(copy)
-    new.root = mapping[comp.root]
+    new.set_root_instruction(mapping[comp.root])
     module.add_computation(new)
     return new
 
@@ -112,7 +112,8 @@ def clone_module(module: Module, suffix: str = "clone") -> Module:
             c.add_instruction(insts[inst])
             for pred in inst.control_predecessors:
                 insts[pred].add_control_dependency_to(insts[inst])
-        c.root = insts[comp.root] if comp.root is not None else None
+        if comp.root is not None:
+            c.set_root_instruction(insts[comp.root])
     for comp in module.computations:
         new.add_computation(comps[comp])
     new.entry = comps.get(module.entry) if module.entry is not None else None

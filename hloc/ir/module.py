@@ -136,6 +136,10 @@ class Instruction:
         for succ in other.control_successors:
             self.add_control_dependency_to(succ)
 
+    def set_shape(self, shape: Shape) -> None:
+        """A new result shape (XLA's mutable_shape), for passes that narrow a result."""
+        self.shape = shape
+
     def move_control_deps_to(self, new: "Instruction") -> None:
         """`new` takes self's place in each of its control edges (same positions)."""
         for pred in self.control_predecessors:
@@ -182,6 +186,12 @@ class Computation:
                 self.parameters.append(None)
             self.parameters[n] = inst
         return inst
+
+    def set_root_instruction(self, inst: Instruction) -> None:
+        """HloComputation::set_root_instruction: `inst` (already in self) is the root."""
+        if inst.parent is not self:
+            raise ValueError(f"root %{inst.name} is not an instruction of {self.name}")
+        self.root = inst
 
     def remove_instruction(self, inst: Instruction) -> None:
         if inst.users:

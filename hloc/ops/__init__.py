@@ -15,7 +15,7 @@ from __future__ import annotations
 # Theme modules register their rows on import (this order is the registry's order).
 from . import collectives, control, data_movement, gather_scatter  # noqa: F401
 from . import elementwise, linalg, reductions  # noqa: F401
-from .base import (EXPENSIVE, EXPENSIVE_IF_COMPLEX, GENERIC_ATTRS, GENERIC_INDEX, REGISTRY,
+from .base import (ASYNC, EXPENSIVE, EXPENSIVE_IF_COMPLEX, GENERIC_ATTRS, REGISTRY,
                    SHAPE_REQUIRED, SIDE_EFFECT, AttrSpec, OpDef, ShapeInferenceError, lookup)
 from .elementwise import default_compare_type
 
@@ -61,7 +61,7 @@ def has_side_effect(inst) -> bool:
     if op.name in ("all-reduce", "all-gather", "all-to-all", "reduce-scatter",
                    "collective-permute", "collective-broadcast", "ragged-all-to-all"):
         return bool(attrs.get("constrain_layout", False)) or attrs.get("channel_id") is not None
-    if op.name.startswith("async-"):
+    if ASYNC in op.traits:
         comp = attrs.get("calls")
         root = getattr(comp, "root", None)
         return root is not None and has_side_effect(root)

@@ -58,7 +58,7 @@ def _retuple_root(module: Module, cond: Instruction, k: int, make_root) -> None:
     """Clone branch k and give the clone the root make_root(builder, old_root)."""
     new = clone_computation(branches(cond)[k], module)
     b = Builder(new, before=None)
-    new.root = make_root(b, new.root)
+    new.set_root_instruction(make_root(b, new.root))
     _set_branch(cond, k, new)
 
 
@@ -102,7 +102,7 @@ def _remove_unused_elements(module: Module, cond: Instruction) -> bool:
     old_shape = cond.shape
     for k in range(len(branches(cond))):
         _retuple_root(module, cond, k, lambda b, root: b.tuple([b.gte(root, i) for i in used]))
-    cond.shape = TupleShape(tuple(old_shape.elements[i] for i in used))
+    cond.set_shape(TupleShape(tuple(old_shape.elements[i] for i in used)))
     new_index = {old: new for new, old in enumerate(used)}
     for u in cond.users:
         u.attrs["index"] = new_index[u.attrs["index"]]
@@ -116,7 +116,7 @@ def _empty_result_if_unused(module: Module, cond: Instruction) -> bool:
         return False
     for k in range(len(branches(cond))):
         _retuple_root(module, cond, k, lambda b, root: b.tuple([]))
-    cond.shape = empty
+    cond.set_shape(empty)
     return True
 
 

@@ -20,6 +20,7 @@ from . import register
 from .base import Pass
 from ..ir.graph import Removal, post_order
 from ..ir.rewriter import has_side_effect
+from ..ops.base import ASYNC
 
 _ALLOW_ATTR = re.compile(r'xla_allow_dce_side_effecting_op="(true|false)"')
 
@@ -77,7 +78,7 @@ def _can_remove_root(inst, editor: Removal, memo: dict) -> bool:
         op = inst.operands[0]
         if op is comp.root or op.opcode == "parameter" or len(set(op.users)) != 1:
             return False
-    is_async = inst.opcode.startswith("async-")
+    is_async = ASYNC in inst.opdef.traits
     start = _chain_start(inst) if is_async else None
     if _allow_attr(inst) == "false" or (start is not None and _allow_attr(start) == "false"):
         return False

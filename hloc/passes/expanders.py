@@ -108,7 +108,7 @@ def _scalar_add_computation(module: Module, dtype) -> Computation:
     shape = array(dtype, ())
     lhs = add_parameter(comp, shape, 0, "scalar_lhs")
     rhs = add_parameter(comp, shape, 1, "scalar_rhs")
-    comp.root = add_instruction(comp, "add", shape, [lhs, rhs])
+    comp.set_root_instruction(add_instruction(comp, "add", shape, [lhs, rhs]))
     return comp
 
 

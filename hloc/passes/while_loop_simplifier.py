@@ -103,10 +103,11 @@ def _rebuild(comp: Computation, module: Module, new_shape: TupleShape, index_map
     if root_indices is not None:
         root = comp.root
         elems = [mapping[id(root.operands[i])] for i in root_indices]
-        new.root = add_instruction(new, "tuple", TupleShape(tuple(e.shape for e in elems)),
-                                   elems, name=f"{root.name}.clone")
+        new.set_root_instruction(add_instruction(
+            new, "tuple", TupleShape(tuple(e.shape for e in elems)), elems,
+            name=f"{root.name}.clone"))
     else:
-        new.root = mapping[id(comp.root)]
+        new.set_root_instruction(mapping[id(comp.root)])
     for inst in comp.instructions:
         clone = mapping.get(id(inst))
         if clone is not None:

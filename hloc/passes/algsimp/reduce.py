@@ -77,7 +77,7 @@ def _reduce_negate(inst, ctx):
             if o is inst:
                 u.set_operand(k, neg)
     if was_root:
-        ctx.comp.root = neg
+        ctx.comp.set_root_instruction(neg)
     return True
 
 

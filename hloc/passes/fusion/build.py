@@ -67,7 +67,7 @@ def create_fusion(consumer: Instruction, kind: str, name: str,
     root = _clone(consumer, fused)
     for operand in consumer.operands:
         root.append_operand(_operand_parameter(fusion, operand))
-    fused.root = root
+    fused.set_root_instruction(root)
     comp.add_instruction(fusion, before=consumer if module.is_scheduled() else None)
     return fusion
 
