@@ -201,6 +201,11 @@ def snapshot(module: Module) -> dict:
 # ---------------------------------------------------------------------------
 # Removal
 
+def is_dead(inst: Instruction) -> bool:
+    """HloInstruction::IsDead: in a computation, no users, not its root."""
+    return not inst.users and inst.parent is not None and inst is not inst.parent.root
+
+
 class Removal:
     """Batched RemoveInstructionAndUnusedOperands for one computation: removed
     instructions leave the instruction list together, at `flush`."""

@@ -9,10 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops import REGISTRY
-from .rules import (compose_permutations, inverse_permutation, is_dead,
-                            is_scalar, reshape_degenerate, reshape_leaves_dims_unmodified,
-                            rule, same)
-from ...ir.graph import remove_instruction_and_unused_operands
+from ...ir.graph import is_dead, remove_instruction_and_unused_operands
+from .rules import (compose_permutations, inverse_permutation, is_scalar, reshape_degenerate,
+                    reshape_leaves_dims_unmodified, rule, same)
 from ..simplify_util import is_zero_element
 
 ELEMENTWISE = "elementwise"

@@ -98,10 +98,6 @@ def bcast_of(inst: Instruction, pred) -> Instruction | None:
     return None
 
 
-def is_dead(inst: Instruction) -> bool:
-    return not inst.users and inst.parent is not None and inst is not inst.parent.root
-
-
 def param_root(comp, opcode: str) -> bool:
     """The computation's root is `opcode(parameter(0), parameter(1))` in either order."""
     root = comp.root

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ...ir.module import Computation, Instruction, Module
 from ...ir.graph import callers, computation_post_order, post_order, replace_instruction
+from ...ir.clone import clone_instruction
 from ...ir.rewriter import uniquer
 from ...ops import REGISTRY
 from .decisions import EMBEDDED_CALLERS
@@ -31,11 +32,7 @@ def _new_parameter(comp: Computation, number: int, shape) -> Instruction:
 
 def _clone(inst: Instruction, comp: Computation) -> Instruction:
     """A copy of `inst` (same name, made unique) without operands, added to `comp`."""
-    clone = Instruction(uniquer(comp.parent).unique(inst.name), inst.opdef, inst.shape,
-                        (), dict(inst.attrs))
-    clone.literal = inst.literal
-    comp.add_instruction(clone)
-    return clone
+    return clone_instruction(inst, comp, ())
 
 
 def _operand_parameter(fusion: Instruction, operand: Instruction) -> Instruction:
