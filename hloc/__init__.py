@@ -6,6 +6,8 @@ Python API:
     out = hloc.run(module, x, y)           # run the ENTRY computation (also module.run(x, y))
     out = module.run(x, backend="interpreter")
     args = hloc.fake_arguments(module, seed=42)   # run_hlo_module-style random inputs
+    outs = hloc.load_outputs("out.npz")    # `hloc run --output` leaves, real dtypes (bf16 ...)
+    dot = hloc.graph(module, around="add.5")      # DOT; hloc.graph.graph_html(...) for a page
 
 `run` takes one value per ENTRY parameter: NumPy arrays of exactly the parameter's
 element type (ml_dtypes for bf16, f8, int4 ...) and dimensions, or Python numbers and
@@ -62,9 +64,43 @@ def fake_arguments(module, *, seed: int = 42, use_large_float_range: bool = Fals
     return make_fake_arguments(module, seed=seed, use_large_float_range=use_large_float_range)
 
 
+def load_outputs(path) -> list:
+    """The out0, out1, ... arrays of an .npz written by `hloc run --output` (or in the
+    testdata convention), in order, as NumPy / ml_dtypes arrays (bf16 is bfloat16)."""
+    from .inputs import load_outputs as _load
+    return _load(path)
+
+
+def __getattr__(name: str):
+    if name == "graph":                 # the drawing package, callable as hloc.graph(m)
+        import importlib
+        return importlib.import_module(".graph", __name__)
+    raise AttributeError(f"module 'hloc' has no attribute {name!r}")
+
+
+def _module_repr_svg(module):
+    """Jupyter: the module drawn by Graphviz (None, so HTML is used, without `dot`)."""
+    from .graph import find_dot, graph_image
+    if find_dot() is None:
+        return None
+    return graph_image(module, "svg").decode("utf-8")
+
+
+def _module_repr_html(module):
+    """Jupyter: the interactive page in a sandboxed iframe (scripts only, no network)."""
+    from html import escape
+
+    from .graph import graph_html
+    page = graph_html(module)
+    return (f'<iframe sandbox="allow-scripts" style="width:100%;height:600px;border:0" '
+            f'srcdoc="{escape(page, quote=True)}"></iframe>')
+
+
 def _install() -> None:
-    from .ir.module import install_runner
-    install_runner(run)
+    """What Module.run and the Jupyter reprs (defined on the class) call: this package
+    sits above the IR, so it installs them there."""
+    from .ir.module import install_hooks
+    install_hooks(run=run, repr_svg=_module_repr_svg, repr_html=_module_repr_html)
 
 
 _install()

@@ -10,10 +10,20 @@ import sys
 
 import click
 
-from .diagnostics import HlocError
+from .diagnostics import HlocError, InputError
 
 
 class _Group(click.Group):
+    def resolve_command(self, ctx, args):
+        import os
+        name = args[0] if args else None
+        if name is not None and self.get_command(ctx, name) is None and (
+                os.path.exists(name) or "." in name or os.sep in name):
+            raise click.UsageError(
+                f"{name!r} is not a command; to check it: hloc check {name}; to run it: "
+                f"hloc run {name} (hloc --help lists the commands)")
+        return super().resolve_command(ctx, args)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -37,45 +47,13 @@ class _Group(click.Group):
 
 @click.group(cls=_Group)
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress lines (shown on a terminal when work takes over 2 s; "
+                   "NO_COLOR only turns their colour off).")
 @click.version_option(package_name="hloc")
-def main(debug):
+def main(debug, quiet):
     """Parse, print, verify, run and optimise XLA HLO text dumps."""
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
-
-
-def _load(path):
-    from .syntax import parse_modules, read_text
-    if path == "-":
-        return parse_modules(sys.stdin.read(), "<stdin>")
-    return parse_modules(read_text(path), path)
-
-
-@main.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option("--no-verify", is_flag=True, help="Only parse; skip the HLO verifier.")
-def check(files, no_verify):
-    """Parse and verify FILES; one line per file; exit 0 only if all are fine."""
-    from .verifier import verify
-    worst = 0
-    for path in files:
-        try:
-            modules = _load(path)
-            if not no_verify:
-                for m in modules:
-                    verify(m)
-        except HlocError as e:
-            click.echo(e.render(), err=True)
-            click.echo(f"{path}: FAILED", err=False)
-            worst = max(worst, e.exit_code)
-            continue
-        except OSError as e:
-            click.echo(f"error: {path}: {e.strerror}", err=True)
-            worst = max(worst, 2)
-            continue
-        n = sum(len(c.instructions) for m in modules for c in m.computations)
-        click.echo(f"{path}: OK ({len(modules)} module{'s' if len(modules) != 1 else ''}, "
-                   f"{n} instructions)")
-    sys.exit(worst)
 
 
 @main.command()
@@ -83,156 +61,39 @@ def check(files, no_verify):
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
               help="Write here instead of stdout.")
 @click.option("--short", is_flag=True, help="ShortParsable style: no %, no signatures, no metadata.")
-def fmt(file, output, short):
+@click.option("--pick", metavar="TEXT",
+              help="FILE is a dump directory: take the HLO file whose name contains TEXT.")
+def fmt(file, output, short, pick):
     """Print the module(s) in FILE as XLA prints them."""
+    from .cli_common import cli_progress, load_modules
     from .printer import PrintOptions, module_to_text
     opts = PrintOptions.short_parsable() if short else PrintOptions()
+    progress = cli_progress()
     try:
-        modules = _load(file)
-    except OSError as e:
-        raise HlocError(f"{file}: {e.strerror}") from None
-    text = "---\n".join(module_to_text(m, opts) for m in modules)
+        _, modules = load_modules(file, command="fmt", pick=pick, progress=progress)
+        with progress.phase("print"):
+            text = "---\n".join(module_to_text(m, opts) for m in modules)
+    finally:
+        progress.close()
     if output:
-        with open(output, "w") as f:
-            f.write(text)
+        try:
+            with open(output, "w") as f:
+                f.write(text)
+        except OSError as e:
+            raise InputError(f"{output}: cannot write: {e.strerror}") from None
     else:
         click.echo(text, nl=False)
 
 
-class _RunCommand(click.Command):
-    """`--inputs a.npy b.npy` takes every following non-option word (click options take
-    one value each); when that swallows the MODULE argument, the last word is MODULE."""
-
-    def parse_args(self, ctx, args):
-        takes_value = {name for p in self.params if isinstance(p, click.Option)
-                       and not p.is_flag and p.nargs == 1 for name in p.opts}
-        out, groups, positional = [], [], 0
-        i = 0
-        while i < len(args):
-            a = args[i]
-            if a == "--":
-                rest = args[i + 1:]
-                positional += len(rest)
-                out.extend(args[i:])
-                break
-            if a == "--inputs" or a.startswith("--inputs="):
-                vals = [a.split("=", 1)[1]] if "=" in a else []
-                i += 1
-                while i < len(args) and not (args[i].startswith("-") and args[i] != "-"):
-                    vals.append(args[i])
-                    i += 1
-                groups.append((len(out), vals))
-                out.append(None)
-                continue
-            if a.startswith("-") and a != "-":
-                out.append(a)
-                if a in takes_value and i + 1 < len(args):
-                    out.append(args[i + 1])
-                    i += 1
-            else:
-                positional += 1
-                out.append(a)
-            i += 1
-        given_back = None
-        if positional == 0 and groups and len(groups[-1][1]) > 1:
-            given_back = groups[-1][1].pop()
-        final = []
-        slots = dict(groups)
-        for j, a in enumerate(out):
-            if a is None:
-                vals = slots[j]
-                if not vals:
-                    final.append("--inputs")     # let click report the missing value
-                for v in vals:
-                    final.extend(["--inputs", v])
-            else:
-                final.append(a)
-        if given_back is not None:
-            final.append(given_back)
-        return super().parse_args(ctx, final)
-
-
-@main.command(cls=_RunCommand)
-@click.argument("module", type=click.Path(allow_dash=True))
-@click.option("--inputs", "inputs", multiple=True, metavar="FILE...",
-              help="Arguments: one .npz (in0, in1, ... or keys named like the parameters) "
-                   "or one .npy/.npz per parameter.")
-@click.option("--input-literal", "literals", multiple=True, metavar="TEXT",
-              help="An argument as XLA literal text, e.g. 'f32[2] {1, 2}' (repeatable).")
-@click.option("--seed", type=int, default=42, show_default=True,
-              help="Seed of the fake arguments made when no inputs are given.")
-@click.option("--use-large-float-range", is_flag=True,
-              help="Fake floats over the whole range instead of [-0.1, 0.2).")
-@click.option("--backend", default="interpreter", show_default=True, metavar="NAME",
-              help="Where to run the module (hloc.runner.BACKENDS; now: interpreter).")
-@click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Runs on the same arguments; each is timed on stderr.")
-@click.option("--output", type=click.Path(dir_okay=False),
-              help="Write the flattened results as out0, out1, ... to this .npz.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one JSON object (outputs, timings) instead of literal text.")
-@click.option("--print-values", is_flag=True,
-              help="With --json: include the values of outputs of any size.")
-@click.option("--print-all", is_flag=True, help="Do not truncate literals of 1000+ elements.")
-@click.option("--print-literals", is_flag=True,
-              help="Also print the arguments as '** Argument i **' blocks.")
-@click.option("--no-verify", is_flag=True, help="Skip the HLO verifier.")
-def run(module, inputs, literals, seed, use_large_float_range, backend, iterations, output,
-        as_json, print_values, print_all, print_literals, no_verify):
-    """Run MODULE (HLO text) on inputs or on fake arguments and print the result.
-
-    Without --inputs / --input-literal the arguments are made as run_hlo_module's
-    MakeFakeArguments makes them: the same constraints (indices in range, reducer
-    identities, unique sort keys), seeded, but not the same random bits.
-    Exit status: 0 ok, 2 bad input or parse/verify error, 3 unsupported operation.
-    """
-    import json
-
-    from .diagnostics import InputError
-    from .inputs import bind_arguments, read_inputs
-    from .runner import (argument_text, get_backend, result_json, result_text,
-                         run_module, save_outputs)
-    try:
-        modules = _load(module)
-    except OSError as e:
-        raise InputError(f"{module}: {e.strerror}") from None
-    if len(modules) != 1:
-        raise InputError(f"{module}: holds {len(modules)} modules; `hloc run` takes one")
-    m = modules[0]
-    if not no_verify:
-        from .verifier import verify
-        verify(m)
-    if inputs or literals:
-        args = bind_arguments(m, read_inputs(inputs, literals))
-    else:
-        from .fake_args import make_fake_arguments
-        args = make_fake_arguments(m, seed=seed, use_large_float_range=use_large_float_range)
-    runner = get_backend(backend).runner_name
-    if print_literals and not as_json:
-        click.echo(argument_text(m, args, print_all=print_all))
-
-    def before(i):
-        if iterations != 1:
-            click.echo(f"\n=== Iteration {i}", err=True)
-
-    def after(i, secs):
-        click.echo(f"execution time for runner {runner}: {secs:g}s.", err=True)
-
-    result = run_module(m, args, backend=backend, iterations=iterations, seed=seed,
-                        before_iteration=before, after_iteration=after)
-    if output:
-        save_outputs(output, result.shape, result.value)
-    if as_json:
-        click.echo(json.dumps(result_json(result, print_values=print_values or print_all)))
-    else:
-        if print_literals:
-            click.echo(f"** Result with test runner {runner} **")
-        click.echo(result_text(result.shape, result.value, print_all=print_all))
-
-
 def _add_commands() -> None:
+    from .cli_check import check
+    from .cli_graph import graph
     from .cli_opt import opt
+    from .cli_run import run
+    main.add_command(check)
+    main.add_command(graph)
     main.add_command(opt)
+    main.add_command(run)
 
 
 _add_commands()

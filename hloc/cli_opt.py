@@ -5,7 +5,6 @@ Flags map to hloc.passes.driver.optimize; the module text goes to stdout or -o.
 from __future__ import annotations
 
 import re
-import sys
 
 import click
 
@@ -36,7 +35,16 @@ def _timing_report(timings: dict) -> str:
     return "\n".join(lines)
 
 
-@click.command("opt")
+class OptCommand(click.Command):
+    """Accepts XLA's spellings (--xla_dump_to, --xla_disable_hlo_passes,
+    --xla_enable_hlo_passes_only, --input_module, underscore forms): hloc.xla_flags."""
+
+    def parse_args(self, ctx, args):
+        from .xla_flags import Options, translate
+        return super().parse_args(ctx, translate("opt", list(args), Options(self)))
+
+
+@click.command("opt", cls=OptCommand)
 @click.argument("module", type=click.Path(allow_dash=True), required=False)
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the optimised module here instead of stdout.")
@@ -49,6 +57,11 @@ def _timing_report(timings: dict) -> str:
 @click.option("--disable-passes", metavar="A,B",
               help="Skip these passes or pipelines wherever they occur "
                    "(--xla_disable_hlo_passes).")
+@click.option("--enable-passes-only", metavar="A,B",
+              help="Run only these passes and pipelines, skipping every other "
+                   "(--xla_enable_hlo_passes_only: a nested pipeline runs only if named).")
+@click.option("--pick", metavar="TEXT",
+              help="MODULE is a dump directory: take the HLO file whose name contains TEXT.")
 @click.option("--dump-to", type=click.Path(file_okay=False),
               help="Write XLA-named dumps (before/after optimizations) to this directory.")
 @click.option("--dump-pass-re", metavar="REGEX",
@@ -64,18 +77,27 @@ def _timing_report(timings: dict) -> str:
               help="Run the HLO verifier on the input and after every pass that changed it.")
 @click.option("--check-no-change", is_flag=True,
               help="Fail when a pass reporting no change altered the printed module.")
-def opt(module, output, pipeline, passes, list_passes, disable_passes, dump_to,
-        dump_pass_re, module_id, verbose, force, verify_each, check_no_change):
+def opt(module, output, pipeline, passes, list_passes, disable_passes, enable_passes_only,
+        pick, dump_to, dump_pass_re, module_id, verbose, force, verify_each,
+        check_no_change):
     """Optimise the HLO module(s) in MODULE and print the result.
+
+    MODULE may be a dump directory (the HLO files there are listed; --pick TEXT takes
+    one). XLA's spellings --xla_dump_to, --xla_disable_hlo_passes and
+    --xla_enable_hlo_passes_only are understood, the last two also from XLA_FLAGS
+    (command-line options win; applied ones are said on stderr).
 
     Exit status: 0 ok, 2 bad input, unknown pass or parse/verify error, 4 a pass failed.
     """
+    import os
+
+    from .cli_common import cli_progress, load_modules
+    from .xla_flags import pass_flags_from_env
     from .passes import list_passes as known_passes
     from .passes.driver import optimize
     from .passes.dump import Dumper
     from .passes.pipelines import default_pipeline, pipeline_names, transforms_pipeline
     from .printer import module_to_text
-    from .syntax import parse_modules, read_text
 
     known = known_passes()
     if list_passes:
@@ -88,6 +110,16 @@ def opt(module, output, pipeline, passes, list_passes, disable_passes, dump_to,
         if not names:
             raise click.BadParameter("expects at least one pass name", param_hint="--passes")
         _check_names(names, known, "--passes")
+    env = pass_flags_from_env(os.environ.get("XLA_FLAGS"))
+    if disable_passes is None and enable_passes_only is None and env:
+        disable_passes = env.get("xla_disable_hlo_passes")
+        enable_passes_only = env.get("xla_enable_hlo_passes_only")
+        click.echo("hloc opt: from XLA_FLAGS: " + " ".join(
+            f"--{k}={v}" for k, v in sorted(env.items())), err=True)
+    if disable_passes is not None and enable_passes_only is not None:
+        raise click.UsageError("only one of --disable-passes and --enable-passes-only "
+                               "(--xla_disable_hlo_passes / --xla_enable_hlo_passes_only) "
+                               "can be given, as in XLA")
     disabled = _names(disable_passes)
     if dump_pass_re is not None:
         try:
@@ -104,35 +136,41 @@ def opt(module, output, pipeline, passes, list_passes, disable_passes, dump_to,
         return default_pipeline() if pipeline == "default" else None
 
     sample = make_pipeline()
+    every = sorted(set(known) | set(pipeline_names(sample) if sample else []))
     if disabled:
-        _check_names(disabled, sorted(set(known) | set(pipeline_names(sample) if sample
-                                                        else [])), "--disable-passes")
+        _check_names(disabled, every, "--disable-passes")
+    if enable_passes_only is not None:
+        enabled = _names(enable_passes_only)
+        _check_names(enabled, every, "--enable-passes-only")
+        top = {sample.name} if sample is not None else set()
+        disabled = [n for n in every if n not in enabled and n not in top]
+    progress = cli_progress()
     try:
-        text = sys.stdin.read() if module == "-" else read_text(module)
-    except OSError as e:
-        raise InputError(f"{module}: {e.strerror}") from None
-    modules = parse_modules(text, "<stdin>" if module == "-" else module)
-    if module_id is None:
-        m = _MODULE_ID.search(module)
-        module_id = int(m.group(1)) if m else 0
-    outputs = []
-    for n, m in enumerate(modules):
-        dumper = Dumper(dump_to, m.name, module_id + n, dump_pass_re) if dump_to else None
-        result = optimize(m, make_pipeline(), verify_each=verify_each,
-                          check_no_change=check_no_change, disabled=disabled,
-                          dumper=dumper, force=force)
-        if result.skipped:
-            click.echo(f"hloc opt: {m.name}: {result.skipped}; printed unchanged "
-                       f"(--force to optimise anyway)", err=True)
-        if verbose and result.timings:
-            click.echo(f"{m.name}:\n{_timing_report(result.timings)}", err=True)
-        outputs.append(module_to_text(m))
+        path, modules = load_modules(module, command="opt", pick=pick, progress=progress)
+        if module_id is None:
+            m = _MODULE_ID.search(path)
+            module_id = int(m.group(1)) if m else 0
+        outputs = []
+        for n, m in enumerate(modules):
+            dumper = Dumper(dump_to, m.name, module_id + n, dump_pass_re) if dump_to else None
+            with progress.phase("passes", m.name):
+                result = optimize(m, make_pipeline(), verify_each=verify_each,
+                                  check_no_change=check_no_change, disabled=disabled,
+                                  dumper=dumper, force=force)
+            if result.skipped:
+                click.echo(f"hloc opt: {m.name}: {result.skipped}; printed unchanged "
+                           f"(--force to optimise anyway)", err=True)
+            if verbose and result.timings:
+                click.echo(f"{m.name}:\n{_timing_report(result.timings)}", err=True)
+            outputs.append(module_to_text(m))
+    finally:
+        progress.close()
     text = "---\n".join(outputs)
     if output:
         try:
             with open(output, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError as e:
-            raise HlocError(f"{output}: {e.strerror}") from None
+            raise InputError(f"{output}: cannot write: {e.strerror}") from None
     else:
         click.echo(text, nl=False)

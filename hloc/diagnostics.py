@@ -65,7 +65,12 @@ class HlocError(Exception):
         self.message = message
         self.loc = loc
 
+    notes: tuple = ()       # extra `note: ...` lines (e.g. what a non-HLO file looks like)
+
     def render(self) -> str:
+        return self._render() + "".join(f"\nnote: {n}" for n in self.notes)
+
+    def _render(self) -> str:
         if self.loc is None:
             return f"{self.kind}: {self.message}"
         head = f"{self.loc}: {self.kind}: {self.message}"
@@ -73,6 +78,8 @@ class HlocError(Exception):
         if src is None:
             return head
         line = src.line_text(self.loc.line)
+        if not line:             # an empty line (or no text at all): a bare caret says nothing
+            return head
         if len(line) > 400:  # keep huge one-line inputs readable
             start = max(0, self.loc.col - 200)
             line = line[start:start + 400]

@@ -1,13 +1,17 @@
 """Argument values for a module: reading .npz/.npy/literal text, checking them, writing .npz.
 
-Files use the encoding of shared/corpus/stablehlo/README.md: arrays whose dtype NumPy
-lacks (bfloat16, float8_*, int4 ...) are stored as their raw bits in the unsigned
-integer of the same item size, and a 0-d `dtypes` entry holds JSON mapping each key to
-its dtype name; `load_npz` undoes that when `dtypes` is present and `save_npz` always
-writes it. Arrays saved straight from ml_dtypes come back as raw void (`|V2`) and are
-reinterpreted as the parameter's type. `bind_arguments` matches values to the ENTRY
-parameters (by position, by parameter name, or from flattened tuple leaves) and raises
-InputError with one line naming the parameter for a wrong count, dtype or shape.
+The .npz convention (`hloc run --output`, `--inputs`, `--expected`): arrays whose dtype
+NumPy's format cannot name (bfloat16, float8_*, int4 ...; `np.savez` would store them as
+raw `|V2`/`|V1` bytes) are stored as their raw bits in the unsigned integer of the same
+item size, and a 0-d string entry named TYPE_TABLE (`hloc:dtypes`: the colon cannot
+occur in an HLO name or an `outN` key) holds JSON mapping each key to its dtype name.
+`load_npz` undoes that, also for the corpora's older table key `dtypes` (when it is a
+0-d string); `save_npz` always writes TYPE_TABLE; `load_outputs` returns the `outN`
+arrays as ml_dtypes/NumPy arrays in one call. Arrays saved straight from ml_dtypes come
+back as raw void (`|V2`) and are reinterpreted as the parameter's type.
+`bind_arguments` matches values to the ENTRY parameters (by position, by name through
+hloc.binding, or from flattened tuple leaves) and raises InputError naming the parameter
+for a wrong count, dtype or shape.
 """
 from __future__ import annotations
 
@@ -19,18 +23,22 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from .binding import describe_parameters, describe_values, match_names
 from .diagnostics import InputError
 from .ir.dtypes import from_numpy
 from .ir.literal import LiteralError
 from .syntax.literal_parser import parse_literal
 from .ir.shape import ArrayShape, ShapeSyntaxError, TupleShape, parse_shape_prefix
 
-__all__ = ["NATIVE", "InputArray", "load_npz", "save_npz", "encode_arrays", "read_inputs",
-           "parse_input_literal", "bind_arguments", "flatten_leaves", "entry_parameters"]
+__all__ = ["NATIVE", "TYPE_TABLE", "InputArray", "load_npz", "load_outputs", "save_npz",
+           "encode_arrays", "read_inputs", "parse_input_literal", "bind_arguments", "flatten_leaves", "entry_parameters"]
 
 NATIVE = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                     "uint64", "float16", "float32", "float64", "complex64", "complex128"})
 _IN_KEY = re.compile(r"in(\d+)$")
+_OUT_KEY = re.compile(r"out(\d+)$")
+TYPE_TABLE = "hloc:dtypes"
+LEGACY_TYPE_TABLE = "dtypes"
 
 
 @dataclass
@@ -39,6 +47,7 @@ class InputArray:
     value: object
     label: str
     name: str | None = None     # the npz key, when it may name a parameter
+    source: str | None = None   # the file it came from
 
 
 # ---------------------------------------------------------------------------
@@ -66,13 +75,18 @@ def load_npz(path) -> dict[str, np.ndarray]:
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
         raise InputError(f"{path}: cannot read as .npz: {e}") from None
     dtypes = {}
-    if "dtypes" in raw:
+    for key in (TYPE_TABLE, LEGACY_TYPE_TABLE):
+        table = raw.get(key)
+        if table is None or table.ndim != 0 or table.dtype.kind not in "US":
+            continue
+        del raw[key]
         try:
-            dtypes = json.loads(str(raw.pop("dtypes")))
+            dtypes = json.loads(str(table))
         except ValueError as e:
-            raise InputError(f"{path}: the dtypes entry is not JSON: {e}") from None
+            raise InputError(f"{path}: the {key} entry is not JSON: {e}") from None
         if not isinstance(dtypes, dict):
-            raise InputError(f"{path}: the dtypes entry is not a JSON object")
+            raise InputError(f"{path}: the {key} entry is not a JSON object")
+        break
     return {k: _decode(v, dtypes.get(k), f"{path}:{k}") for k, v in raw.items()}
 
 
@@ -85,7 +99,7 @@ def encode_arrays(named: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             a = a.copy()            # (np.ascontiguousarray would make 0-d arrays 1-d)
         names[k] = a.dtype.name
         out[k] = a if a.dtype.name in NATIVE else a.view(f"u{a.dtype.itemsize}")
-    out["dtypes"] = np.array(json.dumps(names, sort_keys=True))
+    out[TYPE_TABLE] = np.array(json.dumps(names, sort_keys=True))
     return out
 
 
@@ -94,6 +108,18 @@ def save_npz(path, named: dict[str, np.ndarray]) -> None:
         np.savez(path, **encode_arrays(named))
     except OSError as e:
         raise InputError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
+def load_outputs(path) -> list[np.ndarray]:
+    """The `out0, out1, ...` arrays of an .npz (as `hloc run --output` writes them), in
+    order, with their real dtypes (ml_dtypes for bfloat16, float8_*, int4 ...)."""
+    arrays = load_npz(path)
+    numbered = {int(m.group(1)): k for k in arrays if (m := _OUT_KEY.match(k))}
+    if sorted(numbered) != list(range(len(numbered))):
+        missing = next(i for i in range(len(numbered) + 1) if i not in numbered)
+        raise InputError(f"{path}: has {', '.join(sorted(numbered.values()))} but no "
+                         f"out{missing}")
+    return [arrays[numbered[i]] for i in range(len(numbered))]
 
 
 def _load_npy(path) -> np.ndarray:
@@ -126,7 +152,8 @@ def _npz_inputs(path) -> list[InputArray]:
             raise InputError(f"{path}: has {', '.join(numbered[i] for i in order)} "
                              f"but no in{missing}")
         return [InputArray(arrays[numbered[i]], f"{numbered[i]} of {path}") for i in order]
-    return [InputArray(v, f"{k} of {path}", name=k) for k, v in arrays.items()]
+    return [InputArray(v, f"{k} of {path}", name=k, source=str(path))
+            for k, v in arrays.items()]
 
 
 def read_inputs(paths=(), literals=()) -> list[InputArray]:
@@ -232,22 +259,20 @@ def _unflatten(leaves: list, shape):
     return None if _is_token(shape) else leaves.pop(0)
 
 
-def bind_arguments(module, inputs, *, convert: bool = False) -> list:
+def bind_arguments(module, inputs, *, convert: bool = False, positional: bool = False) -> list:
     """The interpreter's argument list for the ENTRY parameters, checked against them.
 
     `inputs` is a list of InputArray or of plain values. Values go to parameters by
-    position; npz keys that are exactly the parameters' names go by name; a list as
+    position; named npz keys go by name (hloc.binding) or are refused, unless
+    `positional`, which binds them in file order; a list as
     long as the flattened tuple leaves fills tuple parameters; token parameters take
     no value. `convert` lets Python numbers and lists through as the parameter type.
     """
     inputs = [i if isinstance(i, InputArray) else InputArray(i, f"value {n}")
               for n, i in enumerate(inputs)]
     params = entry_parameters(module)
-    names = [p.name for p in params]
-    if inputs and all(i.name is not None for i in inputs) and len(inputs) == len(params) \
-            and sorted(i.name for i in inputs) == sorted(names) and len(set(names)) == len(names):
-        by_name = {i.name: i for i in inputs}
-        inputs = [by_name[n] for n in names]
+    if inputs and all(i.name is not None for i in inputs) and not positional:
+        inputs = match_names(params, inputs, inputs[0].source or "the inputs")
     shapes = [p.shape for p in params]
     if len(inputs) != len(params):
         non_token = [i for i, s in enumerate(shapes) if not _is_token(s)]
@@ -270,7 +295,9 @@ def bind_arguments(module, inputs, *, convert: bool = False) -> list:
             inputs = grouped
         else:
             raise InputError(f"mismatched number of expected arguments: module takes "
-                             f"{len(params)}, got {len(inputs)}")
+                             f"{len(params)}, got {len(inputs)}\n"
+                             f"  module parameters: {describe_parameters(params)}\n"
+                             f"  given: {describe_values(inputs)}")
     args = []
     for i, (p, inp) in enumerate(zip(params, inputs)):
         where = f"argument {i} ({p.name}) from {inp.label}"

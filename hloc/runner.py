@@ -78,19 +78,25 @@ class RunResult:
 
 def run_module(module, args: list, *, backend: str = "interpreter", iterations: int = 1,
                seed: int = 42, before_iteration: Callable[[int], None] | None = None,
-               after_iteration: Callable[[int, float], None] | None = None) -> RunResult:
-    """Prepare `module` on `backend` and run it `iterations` times on `args`."""
+               after_iteration: Callable[[int, float], None] | None = None,
+               progress=None) -> RunResult:
+    """Prepare `module` on `backend` and run it `iterations` times on `args`;
+    `progress` (hloc.progress.Progress) gets the "compile" and "run" phases."""
+    from .progress import NULL
+    progress = progress or NULL
     impl = get_backend(backend)
     impl.load()
     t0 = time.perf_counter()
-    prepared = impl.prepare(module, seed=seed)
+    with progress.phase("compile", impl.name):
+        prepared = impl.prepare(module, seed=seed)
     result = RunResult(module.name, impl.name, module.entry.root.shape, None,
                        compile_s=time.perf_counter() - t0)
     for i in range(iterations):
         if before_iteration is not None:
             before_iteration(i)
         t0 = time.perf_counter()
-        result.value = impl.execute(prepared, list(args))
+        with progress.phase("run", impl.name if iterations == 1 else f"{impl.name} #{i}"):
+            result.value = impl.execute(prepared, list(args))
         dt = time.perf_counter() - t0
         result.run_s.append(dt)
         if after_iteration is not None:

@@ -46,3 +46,11 @@ def xla_parse_error(row: dict):
     line = int(m.group(1)) if m.group(1) else None
     col = int(m.group(2)) if m.group(2) else None
     return line, col, m.group(3).strip()
+
+
+def error_key_words(message: str) -> list[str]:
+    """The words of an XLA error message's first clause (before ': ', ', ', '. ' or the
+    list of allowed attributes), which hloc's message for the same error must contain."""
+    message = re.sub(r"^[A-Z_]+: ", "", message)          # absl status code
+    head = re.split(r"[:;,.](?:\s|$)", message, maxsplit=1)[0].split(" Allowed attributes")[0]
+    return [w for w in re.findall(r"[A-Za-z_][A-Za-z_\-]*", head) if len(w) > 1]

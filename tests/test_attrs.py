@@ -1,5 +1,6 @@
-"""Typed attribute kinds (hloc.ir.attrs values, hloc.syntax.attr_kinds parsing/printing): round trips, XLA canonical printing, values,
-errors, and sweeps over the XLA corpus (skipped when /work/shared is absent)."""
+"""Typed attribute kinds (hloc.ir.attrs values, hloc.syntax.attr_kinds parsing/printing):
+round trips, XLA canonical printing, values, errors, and sweeps over the XLA corpus
+(skipped when ../shared is absent)."""
 from __future__ import annotations
 
 import collections
@@ -465,7 +466,7 @@ def corpus_attrs(file_name: str):
 
 def manifest():
     if not (CORPUS / "MANIFEST.tsv").exists():
-        pytest.skip("XLA corpus (/work/shared) not available")
+        pytest.skip("XLA corpus (../shared) not available")
     rows = [line.split("\t") for line in (CORPUS / "MANIFEST.tsv").read_text().splitlines()[1:]]
     return [(r[0], r[3], r[4]) for r in rows]
 

@@ -1,6 +1,8 @@
 """Text tests of the optimisation passes: every testdata/opt/**/*.hlo runs through
 `hloc opt` with the flags of its `// RUN:` line and its `// CHECK` lines must match the
-printed module (tests/filecheck.py has the supported FileCheck subset)."""
+printed module (tests/filecheck.py has the supported FileCheck subset). Every pass has a
+test that fails when the pass is disabled (tools/mutate_check.py reports, for every pass,
+which of all the tests notice)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from filecheck import FileCheckError, check, parse_checks, run_args
-from opt_cli import invoke_opt
+from opt_cli import invoke_opt, opt_case_fails
+
+from hloc.passes import PASSES
+from hloc.passes import pipelines  # noqa: F401  (imports, so registers, every pass)
 
 OPT = Path(__file__).resolve().parents[1] / "testdata" / "opt"
 CASES = sorted(OPT.rglob("*.hlo"))
@@ -22,6 +27,21 @@ def test_opt_case(path):
     result = invoke_opt(args)
     assert result.exit_code == 0, f"exit {result.exit_code}\n{result.stderr}{result.stdout}"
     check(result.stdout, checks, str(path.relative_to(OPT)))
+
+
+def _passes_named(path) -> set[str]:
+    return {n for a in run_args(path.read_text(), str(path)) if a.startswith("--passes=")
+            for n in a[len("--passes="):].split(",")}
+
+
+@pytest.mark.parametrize("name", sorted(PASSES))
+def test_disabling_a_pass_fails_one_of_its_tests(name):
+    """A pass that does nothing must not leave the CHECK tests green: among the tests whose
+    RUN line names the pass, one fails with --disable-passes=<pass>."""
+    mine = [p for p in CASES if name in _passes_named(p)]
+    assert mine, f"no testdata/opt test runs {name} by name"
+    assert any(opt_case_fails(p, name) for p in mine), \
+        f"every test running {name} passes with it disabled: {[p.name for p in mine]}"
 
 
 # -- the FileCheck subset itself ----------------------------------------------------

@@ -4,7 +4,6 @@ with text XLA's printer wrote (the corpus's round-trip files)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from types import SimpleNamespace as NS
 
 import pytest
@@ -17,7 +16,9 @@ from hloc.ops.base import (CALLS, COLLECTIVE, COMMUTATIVE, ELEMENTWISE, EXPENSIV
                            MIXED_PRECISION_OK, SIDE_EFFECT, TRANSCENDENTAL)
 from hloc.ops.shape_rules import compatible, compatible_ignoring_fp
 
-CORPUS = Path("/work/shared/corpus/xla")
+from corpus import XLA
+
+CORPUS = XLA
 
 # xla/hlo/ir/hlo_opcode.h (upstream tip): the snapshot's 123 opcodes, the 2026 additions
 # jaxlib 0.10.2 knows, and atan / shuffle / collective-reduce from the tip.

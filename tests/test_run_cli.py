@@ -90,12 +90,18 @@ def test_npz_inputs_by_parameter_name(tmp):
     assert "{ -10, -9, -8 }" in r.stdout
 
 
-def test_npz_other_keys_in_stored_order(tmp):
+def test_npz_other_keys_are_refused_unless_positional(tmp):
     mod = write(tmp, "add.hlo", ADD.replace("add(x, y)", "subtract(x, y)"))
-    np.savez(tmp / "in.npz", second=Y, first=X)     # not parameter names: stored order
+    np.savez(tmp / "in.npz", second=Y, first=X)     # not parameter names
     r = invoke("run", mod, "--inputs", tmp / "in.npz")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "cannot bind the arrays of" in r.stderr
+    assert "module parameters: x: f32[2,3], y: f32[2,3]" in r.stderr
+    assert "second: f32[2,3], first: f32[2,3]" in r.stderr
+    r = invoke("run", mod, "--inputs", tmp / "in.npz", "--positional")
     assert r.exit_code == 0, r.stderr
     assert "{ 10, 9, 8 }" in r.stdout
+    assert "--positional: binding in file order: x <- second, y <- first" in r.stderr
 
 
 def test_npz_with_outputs_and_dtypes_entry(tmp):
@@ -111,7 +117,7 @@ def test_npz_with_outputs_and_dtypes_entry(tmp):
     assert out["out1"].dtype == ml_dtypes.bfloat16
     assert np.array_equal(out["out1"], -b) and int(out["out2"]) == 6
     raw = np.load(tmp / "out.npz")
-    assert raw["out1"].dtype == np.uint16 and "bfloat16" in str(raw["dtypes"])
+    assert raw["out1"].dtype == np.uint16 and "bfloat16" in str(raw["hloc:dtypes"])
 
 
 def test_several_npy_files(tmp):
@@ -147,7 +153,8 @@ def test_wrong_count(tmp):
     r = invoke("run", mod, "--inputs", tmp / "a.npy")
     assert r.exit_code == 2
     assert r.stderr == ("error: mismatched number of expected arguments: module takes 2, "
-                        "got 1\n")
+                        f"got 1\n  module parameters: x: f32[2,3], y: f32[2,3]\n"
+                        f"  given: {tmp / 'a.npy'}: f32[2,3]\n")
 
 
 def test_wrong_shape_names_the_parameter(tmp):
@@ -240,7 +247,10 @@ def test_print_literals(tmp):
 def test_truncation_and_print_all(tmp):
     mod = write(tmp, "big.hlo", "HloModule big\nENTRY e {\n  x = f32[1000] parameter(0)\n"
                                 "  ROOT n = f32[1000] negate(x)\n}\n")
-    assert invoke("run", mod).stdout == "[TRUNCATED, Literal with more than 1000 values]\n"
+    short = invoke("run", mod, "--input-literal", "f32[1000] {" + ", ".join(
+        ["1"] * 998 + ["nan", "-inf"]) + "}").stdout.splitlines()
+    assert short[0] == "f32[1000]  min -1  max inf  mean inf  NaN 1  Inf 1"
+    assert short[1] == "  first 8: {-1, -1, -1, -1, -1, -1, -1, -1, ...}" and len(short) == 2
     full = invoke("run", mod, "--print-all").stdout
     assert full.startswith("f32[1000] {") and full.count(",") == 999
 

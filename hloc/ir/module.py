@@ -129,6 +129,14 @@ class Instruction:
         self.control_successors = []
         self.control_predecessors = []
 
+    def safely_drop_all_control_deps(self) -> None:
+        """SafelyDropAllControlDependencies: each control predecessor becomes one of each
+        control successor's before self's edges are dropped (the order is kept)."""
+        for succ in self.control_successors:
+            for pred in self.control_predecessors:
+                pred.add_control_dependency_to(succ)
+        self.drop_all_control_deps()
+
     def copy_control_deps_from(self, other: "Instruction") -> None:
         """CopyAllControlDepsFrom: self gets other's predecessors and successors."""
         for pred in other.control_predecessors:
@@ -303,11 +311,16 @@ class Module:
         return clone_module(self, suffix)
 
     def run(self, *args, backend: str = "interpreter", seed: int = 42):
-        """Run the ENTRY computation on `args` with `backend` (hloc.run); the runner is
-        installed by the hloc package, which sits above this layer."""
-        if _RUNNER is None:
-            raise RuntimeError("no runner installed (import hloc)")
-        return _RUNNER(self, *args, backend=backend, seed=seed)
+        """Run the ENTRY computation on `args` with `backend` (hloc.run)."""
+        return _hook("run")(self, *args, backend=backend, seed=seed)
+
+    def _repr_svg_(self):
+        """Jupyter: the module drawn by Graphviz (None without `dot`; HTML is used)."""
+        return _hook("repr_svg")(self)
+
+    def _repr_html_(self):
+        """Jupyter: the interactive graph page."""
+        return _hook("repr_html")(self)
 
     def is_scheduled(self) -> bool:
         return bool(self.attrs.get("is_scheduled"))
@@ -316,13 +329,21 @@ class Module:
         return f"<module {self.name}>"
 
 
-_RUNNER = None
+# What Module.run and the Jupyter reprs call; the hloc package (above this layer: runner,
+# graph drawing) installs them, so the IR imports nothing above it.
+_HOOKS: dict = {}
 
 
-def install_runner(fn) -> None:
-    """Set what `Module.run` calls: fn(module, *args, backend=, seed=) (hloc.run)."""
-    global _RUNNER
-    _RUNNER = fn
+def install_hooks(**hooks) -> None:
+    """run(module, *args, backend=, seed=), repr_svg(module), repr_html(module)."""
+    _HOOKS.update(hooks)
+
+
+def _hook(name: str):
+    fn = _HOOKS.get(name)
+    if fn is None:
+        raise RuntimeError(f"Module.{name} needs the hloc package (import hloc)")
+    return fn
 
 
 def leaf_count(shape: Shape) -> int:

@@ -54,9 +54,12 @@ class OpDef:
     # parser makes once an instruction is complete, beyond the shape rule. A message is
     # reported at the next token (where XLA reports it), or at the named attribute.
     parse_check: Callable | None = None
-    # The elementwise row's meaning, shared by every executor (hloc.ops.semantics):
-    # e.g. "add", "divide"; None for ops that are not elementwise rows.
+    # The elementwise row's meaning, shared by every executor (facets attached with
+    # hloc.ops.facets.attach_semantic): e.g. "add"; defaults to the name for elementwise rows.
     semantic: str | None = None
+    # XLA's parser reads this op's attributes before it checks the operand count (its
+    # operand list once had optional extras), so an unknown attribute is reported first.
+    arity_after_attrs: bool = False
     attr_index: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):

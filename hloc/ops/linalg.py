@@ -427,7 +427,8 @@ _BN = (AttrSpec("epsilon", "float", required=True),
 # 2026 XLA: exactly two operands (the snapshot's sparse meta operands and `sparsity=`
 # are gone; jaxlib 0.10.2 rejects `sparsity`).
 _ALGORITHM = AttrSpec("algorithm", "dot_algorithm", default="unset")
-register(OpDef("dot", 2, _DOT_DIMS + (_PRECISION, _ALGORITHM), _X, _dot_infer))
+register(OpDef("dot", 2, _DOT_DIMS + (_PRECISION, _ALGORITHM), _X, _dot_infer,
+               arity_after_attrs=True))
 register(OpDef("ragged-dot", 3, _DOT_DIMS + (
     AttrSpec("lhs_ragged_dims", "int_list", default=(), always_print=True),
     AttrSpec("rhs_group_dims", "int_list", default=()),

@@ -198,12 +198,11 @@ class Builder:
             raise self.error("expects integer", irec.opcode_pos + len(irec.opcode) + 1)
         if irec.literal is None and opname == "constant":
             raise self.error("expects literal", irec.opcode_pos + len(irec.opcode) + 1)
-        arity = opdef.arity
-        if arity is not None and arity != len(operands) and not opdef.arity_ok(len(operands)):
-            raise self.error(
-                f"{opname} expects {opdef.arity_text()} operand(s), but has "
-                f"{len(operands)}", irec.opcode_pos)
+        if not opdef.arity_after_attrs:
+            self._check_arity(opdef, operands, irec)
         attrs = self.build_attrs(opdef, irec) if irec.attrs or opdef.required_attrs else {}
+        if opdef.arity_after_attrs:
+            self._check_arity(opdef, operands, irec)
         if opname == "fusion":
             attrs["calls"].is_fusion_computation = True
         inst = Instruction(name, opdef, irec.shape, operands, attrs, irec.pos)
@@ -336,6 +335,13 @@ class Builder:
                     _LITERAL_CACHE.clear()
                 _LITERAL_CACHE[key] = lit
         inst.literal = lit
+
+    def _check_arity(self, opdef, operands, irec: InstrRec) -> None:
+        arity = opdef.arity
+        if arity is not None and arity != len(operands) and not opdef.arity_ok(len(operands)):
+            raise self.error(
+                f"{opdef.name} expects {opdef.arity_text()} operand(s), but has "
+                f"{len(operands)}", irec.opcode_pos)
 
     def build_attrs(self, opdef, irec: InstrRec) -> dict:
         attrs = {}

@@ -1,4 +1,9 @@
-"""Module-wide metadata checks: original values and (optionally) unchanged names.
+"""Module-wide checks: control edges, original values and (optionally) unchanged names.
+
+Control edges: every control predecessor is an instruction of the same computation
+(XLA keeps both directions of an edge, so a removed instruction cannot stay named in
+one; hloc keeps predecessors only, so a pass that removes an instruction without
+HloInstruction::SafelyDropAllControlDependencies leaves a dangling edge).
 
 VerifyOriginalValue: an `origin=` original value's leaves all name a value (`{}` is an
 empty leaf). VerifyInstructionNameUnchanged (an option): an instruction whose metadata
@@ -7,9 +12,19 @@ rematerialized (`.remat`).
 """
 from __future__ import annotations
 
-from .core import check
+from .core import check, module_check
 from .shapes import describe
 from .text_attrs import metadata_field_scheduling_name, original_value_has_empty_leaf
+
+
+@module_check("pre")
+def check_control_edges(ctx) -> None:
+    for comp in ctx.module.computations:
+        for inst in comp.instructions:
+            for pred in inst.control_predecessors:
+                if pred.parent is not comp:
+                    ctx.fail(inst, f"control predecessor {pred.name} of {inst.name} is not "
+                                   f"an instruction of computation {comp.name}")
 
 
 @check(attr="origin")

@@ -103,6 +103,7 @@ class InstructionFusion(Pass):
                 if not producer.users:
                     queue[index.pop(id(producer))] = None
                     do_not_duplicate.discard(id(producer))
+                    producer.safely_drop_all_control_deps()
                     comp.remove_instruction(producer)
                     keep_alive.append(producer)
                 if fusion is not inst:

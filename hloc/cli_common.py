@@ -1,0 +1,81 @@
+"""What several commands share: reading a module argument and the progress reporter.
+
+`load_modules(path, command=..., pick=...)` reads `-` (stdin), a file, or a dump
+directory (through hloc.dumpdir's selection); a named file that fails to parse gets a
+`note:` saying what it looks like when it is not HLO text. `cli_progress()` builds the
+Progress object for the running command: on only when stderr is a terminal and
+`--quiet` was not given; colour unless NO_COLOR is set (the one environment read here).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .diagnostics import HlocError, InputError
+from .progress import NULL, Progress
+
+__all__ = ["load_modules", "cli_progress", "quiet"]
+
+
+def quiet() -> bool:
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return False
+    root = ctx.find_root()
+    return bool(root.params.get("quiet"))
+
+
+def cli_progress() -> Progress:
+    if quiet():
+        return NULL
+    stream = sys.stderr
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty:
+        return NULL
+    return Progress(stream, enabled=True, color="NO_COLOR" not in os.environ)
+
+
+def resolve(path: str, command: str, pick: str | None = None) -> str:
+    """`path`, or the HLO file chosen in it when it is a directory (announced)."""
+    if path != "-" and os.path.isdir(path):
+        from .dumpdir import choose
+        chosen = choose(path, pick, command)
+        click.echo(f"hloc {command}: taking {chosen}", err=True)
+        return chosen
+    if pick is not None:
+        raise click.UsageError("--pick selects a file in a directory; MODULE is a file")
+    return path
+
+
+def load_modules(path: str, *, command: str, pick: str | None = None, progress=NULL):
+    """(the file read, its modules); errors as HlocError with exit code 2."""
+    from .syntax import parse_modules, read_text
+    path = resolve(path, command, pick)
+    with progress.phase("parse", "" if path == "-" else os.path.basename(path)):
+        if path == "-":
+            return path, parse_modules(sys.stdin.read(), "<stdin>")
+        try:
+            text = read_text(path)
+        except IsADirectoryError:
+            raise InputError(f"{path}: is a directory") from None
+        except OSError as e:
+            raise InputError(f"{path}: {e.strerror or e}") from None
+        except HlocError as e:
+            raise with_hint(e, path)
+        try:
+            return path, parse_modules(text, path)
+        except HlocError as e:
+            raise with_hint(e, path)
+
+
+def with_hint(error: HlocError, path: str) -> HlocError:
+    from .dumpdir import hint_for
+    hint = hint_for(path)
+    if hint is not None:
+        error.notes = tuple(error.notes) + (hint,)
+    return error

@@ -1,0 +1,196 @@
+"""run_hlo_module's and XLA's flag spellings, mapped to hloc's options or refused.
+
+`translate(command, args, known)` rewrites a command line before click sees it:
+`--input_module=F` becomes the module argument, `--platform=interpreter` becomes
+`--backend interpreter`, `--print_literals` `--print-literals`, `--xla_dump_to=D`
+(opt) `--dump-to D`, ... and any `--some_option` whose hyphenated form is one of the
+command's options is accepted as that option. A spelling hloc understands but does not
+do raises FlagError: one `error:` line saying what hloc does instead. The back ends
+behind `--platform` come from PLATFORMS; a platform whose back end is not registered
+in hloc.runner.BACKENDS is refused with PENDING's reason, so enabling `cpu` is adding
+the back end (and, if its name differs, editing PLATFORMS). `pass_flags_from_env(text)`
+reads `--xla_disable_hlo_passes` / `--xla_enable_hlo_passes_only` from an XLA_FLAGS
+value (the CLI passes the environment's; this module reads no environment).
+"""
+from __future__ import annotations
+
+import shlex
+
+import click
+
+from .diagnostics import InputError
+
+__all__ = ["translate", "pass_flags_from_env", "PLATFORMS", "PENDING", "FlagError"]
+
+# --platform / --reference_platform value -> hloc back-end name (hloc.runner.BACKENDS).
+PLATFORMS = {"interpreter": "interpreter", "cpu": "cpu", "host": "cpu"}
+# Why a platform cannot run (yet): shown when its back end is not registered.
+PENDING = {
+    "cpu": "the compiled CPU back end is not there yet; hloc runs modules on its reference "
+           "interpreter (--platform=interpreter)",
+    "gpu": "hloc has no GPU back end; it runs on its reference interpreter "
+           "(--platform=interpreter)",
+}
+for _gpu in ("cuda", "rocm", "tpu", "sycl"):
+    PENDING[_gpu] = PENDING["gpu"]
+    PLATFORMS[_gpu] = "gpu"
+
+_TRUE, _FALSE = ("", "true", "1", "yes"), ("false", "0", "no")
+
+_NO_PASSES = ("hloc run runs the module as written, with no HLO passes; run `hloc opt "
+              "MODULE` first to optimise it")
+_REFUSED = {
+    "reference_platform": "hloc run compares with known outputs instead of a second "
+                          "platform: --expected OUT.npz (e.g. from `hloc run --output`)",
+    "input_literals_file": "hloc reads arguments from .npz/.npy files (--inputs) or literal "
+                           "text (--input-literal), not RunHloModuleLiterals protos",
+    "output_literals_file": "hloc writes results as .npz (--output), not "
+                            "RunHloModuleLiterals protos",
+    "run_test_hlo_passes": _NO_PASSES,
+    "run_reference_hlo_passes": _NO_PASSES,
+    "xla_dump_to": "hloc run does not compile, so there is nothing to dump; `hloc opt "
+                   "MODULE --dump-to DIR` writes XLA-named dumps",
+    "xla_disable_hlo_passes": _NO_PASSES + " (`hloc opt --disable-passes`)",
+    "xla_enable_hlo_passes_only": _NO_PASSES + " (`hloc opt --enable-passes-only`)",
+}
+_OPT_MAP = {"xla_dump_to": "--dump-to", "xla_disable_hlo_passes": "--disable-passes",
+            "xla_enable_hlo_passes_only": "--enable-passes-only",
+            "xla_dump_hlo_pass_re": "--dump-pass-re",
+            "input_module": None}     # None: the module argument
+# Flags that ask for what hloc opt does anyway (its dumps are HLO text).
+_OPT_NOOP = {"xla_dump_hlo_as_text"}
+
+
+def _split(arg: str) -> tuple[str, str | None]:
+    name, eq, value = arg[2:].partition("=")
+    return name, (value if eq else None)
+
+
+class FlagError(InputError):
+    """A run_hlo_module / XLA spelling hloc understands but does not do (exit 2)."""
+
+
+def _refuse(flag: str, why: str):
+    raise FlagError(f"--{flag}: {why}")
+
+
+def _platform(flag: str, value: str, backends) -> list[str]:
+    backend = PLATFORMS.get(value.lower())
+    if backend is None:
+        _refuse(flag, f"unknown platform {value!r} (hloc knows: "
+                      f"{', '.join(sorted(PLATFORMS))})")
+    if backend not in backends:
+        _refuse(flag, f"{value}: {PENDING.get(backend, 'no such back end in hloc')}")
+    return ["--backend", backend]
+
+
+def _value(args: list[str], i: int, name: str, value: str | None) -> tuple[str, int]:
+    if value is not None:
+        return value, i + 1
+    if i + 1 >= len(args):
+        raise click.UsageError(f"--{name} needs a value")
+    return args[i + 1], i + 2
+
+
+def translate(command: str, args: list[str], known: set[str], backends=()) -> list[str]:
+    """`args` with run_hlo_module / XLA spellings replaced by `command`'s options."""
+    out: list[str] = []
+    module: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            out.extend(args[i:])
+            break
+        if not arg.startswith("--") or arg.split("=", 1)[0] in known:
+            out.append(arg)
+            i += 1
+            continue
+        name, value = _split(arg)
+        name = name.replace("-", "_")       # run_hlo_module's names, either spelling
+        if name == "input_format":
+            value, i = _value(args, i, name, value)
+            if value.lower() not in ("hlo", "txt", "text"):
+                _refuse(name, f"{value}: hloc reads HLO text only (--input_format=hlo)")
+            continue
+        if name == "input_module":
+            value, i = _value(args, i, name, value)
+            module.append(value)
+            continue
+        if command == "run" and name == "platform":
+            value, i = _value(args, i, name, value)
+            out.extend(_platform(name, value, backends))
+            continue
+        if command == "run" and name == "reference_platform":
+            value, i = _value(args, i, name, value)
+            if value.lower() in ("", "none"):
+                continue                # no reference run: what hloc does anyway
+            _refuse(name, _REFUSED[name])
+        if command == "run" and name == "random_init_input_literals":
+            if (value or "").lower() in _TRUE:
+                i += 1
+                continue
+            _refuse(name, "without --inputs hloc always makes fake arguments")
+        if command == "opt" and name in _OPT_NOOP and (value or "").lower() in _TRUE:
+            i += 1
+            continue
+        if command == "opt" and _OPT_MAP.get(name):
+            value, i = _value(args, i, name, value)
+            out.extend([_OPT_MAP[name], value])
+            continue
+        if command in ("run", "opt") and name in _REFUSED and not (
+                command == "opt" and name in _OPT_MAP):
+            _refuse(name, _REFUSED[name])
+        hyphen = "--" + name.replace("_", "-")
+        if hyphen in known:
+            if value is not None and value.lower() in _TRUE + _FALSE and \
+                    hyphen in known and _is_flag(hyphen, known):
+                if value.lower() in _TRUE:
+                    out.append(hyphen)
+                i += 1
+                continue
+            out.append(hyphen if value is None else f"{hyphen}={value}")
+            i += 1
+            continue
+        if name.startswith("xla_"):
+            _refuse(name, f"hloc does not read XLA's debug options (`hloc {command} --help` "
+                          f"lists what it does)")
+        out.append(arg)         # click reports it
+        i += 1
+    if module:
+        out.extend(["--", *module] if not any(a == "--" for a in out) else module)
+    return out
+
+
+def _is_flag(option: str, known) -> bool:
+    return getattr(known, "flags", None) is not None and option in known.flags
+
+
+class Options(set):
+    """A command's option spellings, and which of them are on/off flags."""
+
+    def __init__(self, command: click.Command):
+        names, flags = set(), set()
+        for p in command.params:
+            if isinstance(p, click.Option):
+                names.update(p.opts)
+                names.update(p.secondary_opts)
+                if p.is_flag:
+                    flags.update(p.opts)
+        super().__init__(names)
+        self.flags = flags
+
+
+def pass_flags_from_env(text: str | None) -> dict[str, str]:
+    """`xla_disable_hlo_passes` / `xla_enable_hlo_passes_only` values in XLA_FLAGS."""
+    out: dict[str, str] = {}
+    try:
+        words = shlex.split(text or "")
+    except ValueError:
+        words = (text or "").split()
+    for w in words:
+        if w.startswith("--"):
+            name, value = _split(w)
+            if name in ("xla_disable_hlo_passes", "xla_enable_hlo_passes_only") and value:
+                out[name] = value
+    return out
