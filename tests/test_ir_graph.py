@@ -74,9 +74,12 @@ def test_clone_naming_follows_xla():
 def test_module_clone_is_independent_and_prints_the_same():
     module = hloc.parse(SQUARE)
     copy = module.clone()
-    assert copy.name == "m-clone"
-    assert module_to_text(copy).replace("m-clone", "m", 1) == module_to_text(module)
-    _inst(copy, "a").replace_all_uses_with(_inst(copy, "b"))
+    assert copy.name == "m-clone" and copy.entry.name == "e.clone"
+    assert {i.name for i in copy.entry.instructions} == {"p.clone", "a.clone", "b.clone",
+                                                         "m.clone", "r.clone"}
+    same = module.clone(suffix="")
+    assert module_to_text(same) == module_to_text(module)
+    _inst(same, "a").replace_all_uses_with(_inst(same, "b"))
     assert "multiply(%a, %a)" in module_to_text(module)
     x = np.array([1.0, -2.0], np.float32)
     np.testing.assert_array_equal(module.run(x), copy.run(x) * 0 + module.run(x))
@@ -101,3 +104,26 @@ def test_graph_errors_reports_broken_links():
     a = _inst(module, "a")
     a.users.append(a.users[0])
     assert any("listed twice" in e for e in graph_errors(module))
+
+
+def test_module_clone_remaps_called_computations():
+    module = hloc.parse("""HloModule m
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY e {
+  p = f32[4] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=add
+}
+""")
+    copy = module.clone()
+    reduce_ = copy.entry.root
+    assert reduce_.attrs["to_apply"] is copy.computation("add.clone")
+    assert reduce_.attrs["to_apply"] not in module.computations
+    assert graph_errors(copy) == []
+    verify(copy)
+    x = np.arange(4, dtype=np.float32)
+    assert copy.run(x) == module.run(x) == 6

@@ -75,9 +75,15 @@ def clone_computation(comp: Computation, module: Module | None = None,
 
 
 def clone_module(module: Module, suffix: str = "clone") -> Module:
-    """HloModule::Clone: a deep copy (computations, instructions, attributes shared by
-    value) named `<name>-<suffix>`; computations and instructions keep their names."""
+    """HloModule::Clone: a deep copy (attribute values shared, being immutable) named
+    `<name>-<suffix>`, its computations and instructions renamed as HloComputation::Clone
+    names them (`x` -> `x.<suffix>`, `x.<suffix>` -> `x.<suffix>2`); an empty suffix keeps
+    every name."""
     new = Module(f"{module.name}-{suffix}" if suffix else module.name)
+
+    def rename(name: str) -> str:
+        return clone_name(name, suffix) if suffix else name
+
     new.attrs = dict(module.attrs)
     new.stack_frames = module.stack_frames
     new.source = module.source
@@ -94,14 +100,14 @@ def clone_module(module: Module, suffix: str = "clone") -> Module:
         return value
 
     for comp in computation_post_order(module, from_uncalled=False):
-        c = Computation(comp.name, comp.loc)
+        c = Computation(rename(comp.name), comp.loc)
         c.is_entry = comp.is_entry
         c.execution_thread = comp.execution_thread
         c.is_fusion_computation = comp.is_fusion_computation
         c.is_async_sugar = comp.is_async_sugar
         comps[comp] = c
         for inst in stable_post_order(comp):
-            copy = Instruction(inst.name, inst.opdef, inst.shape,
+            copy = Instruction(rename(inst.name), inst.opdef, inst.shape,
                                [insts[o] for o in inst.operands],
                                {k: remap(v) for k, v in inst.attrs.items()}, loc=inst.loc)
             copy.literal = inst.literal

@@ -306,7 +306,8 @@ class Module:
         return computation_post_order(self, from_uncalled=False)
 
     def clone(self, suffix: str = "clone") -> "Module":
-        """HloModule::Clone: an independent deep copy named `<name>-<suffix>`."""
+        """HloModule::Clone: an independent deep copy named `<name>-<suffix>` (names get
+        XLA's clone suffix; suffix="" keeps them)."""
         from .clone import clone_module
         return clone_module(self, suffix)
 
