@@ -127,3 +127,30 @@ ENTRY e {
     verify(copy)
     x = np.arange(4, dtype=np.float32)
     assert copy.run(x) == module.run(x) == 6
+
+
+def test_remove_instruction_and_unused_operands_keeps_shared_and_side_effecting():
+    module = hloc.parse("""HloModule m
+ENTRY e {
+  p = f32[2] parameter(0)
+  a = f32[2] negate(p)
+  b = f32[2] abs(a)
+  c = f32[2] exponential(a)
+  t = token[] after-all()
+  o = token[] outfeed(b, t), outfeed_shape=f32[2]
+  d = f32[2] add(b, c)
+  ROOT r = f32[2] copy(p)
+}
+""")
+    from hloc.ir.graph import Removal, remove_instruction_and_unused_operands
+    d, c = _inst(module, "d"), _inst(module, "c")
+    assert remove_instruction_and_unused_operands(d)
+    names = {i.name for i in module.entry.instructions}
+    assert "d" not in names and "c" not in names          # c died with d
+    assert {"a", "b", "o", "t"} <= names                  # b still feeds the outfeed
+    assert graph_errors(module) == []
+    removal = Removal(module.entry)
+    assert removal.remove_with_unused_operands(_inst(module, "r")) == 0   # the root stays
+    assert not removal.flush()
+    assert c.parent is None
+
