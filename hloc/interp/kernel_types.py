@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ..ir.dtypes import DType
+from . import libm as _libm
 
 _U64 = np.uint64
 _I64 = np.int64
@@ -111,17 +112,29 @@ def require_kind(dt: DType, *kinds: str) -> None:
 # ---------------------------------------------------------------------------
 # libm: f32 transcendentals through f64 with one rounding
 
-def libm(fn):
-    """`fn` as a correctly rounded f32 libm function (glibc's sinf, expf ... which XLA:CPU
-    and HloEvaluator call): float32 arguments are computed in float64 and rounded once;
-    NumPy's own float32 loops are SIMD approximations several ULP off. Other types are
-    passed through."""
+def libm(name: str):
+    """libm's scalar `name` (hloc.interp.libm) as HloEvaluator calls it, on every machine
+    the same: float64 arguments directly; float32 ones computed in float64 and rounded
+    once (glibc's sinf, expf ... are correctly rounded; NumPy's own float32 loops are SIMD
+    approximations several ULP off, and its float64 ones differ by CPU). Complex
+    arguments go to NumPy's complex ufunc (scalar C loops, the same on every machine)."""
+    fn = _libm.function(name)
+    complex_fn = getattr(np, _NUMPY_NAMES.get(name, name))
+
     def wrapped(*args):
-        if any(np.asarray(a).dtype == np.float32 for a in args):
-            return fn(*(np.asarray(a, dtype=np.float64) for a in args)).astype(np.float32)
-        return fn(*args)
-    wrapped.__name__ = getattr(fn, "__name__", "libm")
+        arrays = [np.asarray(a) for a in args]
+        if any(a.dtype.kind == "c" for a in arrays):
+            return complex_fn(*arrays)
+        y = fn(*arrays)
+        if any(a.dtype == np.float32 for a in arrays):
+            return y.astype(np.float32)
+        return y
+    wrapped.__name__ = name
     return wrapped
+
+
+_NUMPY_NAMES = {"pow": "power", "atan2": "arctan2", "asin": "arcsin", "acos": "arccos",
+                "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh"}
 
 
 def compose(re, im, ctype) -> np.ndarray:
@@ -131,22 +144,22 @@ def compose(re, im, ctype) -> np.ndarray:
     return out
 
 
-_EXP = libm(np.exp)
-_EXPM1 = libm(np.expm1)
-_LOG = libm(np.log)
-_LOG1P = libm(np.log1p)
-_CBRT = libm(np.cbrt)
-_SIN = libm(np.sin)
-_COS = libm(np.cos)
-_TAN = libm(np.tan)
-_TANH = libm(np.tanh)
-_ARCCOS = libm(np.arccos)
-_ARCCOSH = libm(np.arccosh)
-_ARCSIN = libm(np.arcsin)
-_ARCSINH = libm(np.arcsinh)
-_ARCTAN = libm(np.arctan)
-_ARCTANH = libm(np.arctanh)
-_SINH = libm(np.sinh)
-_COSH = libm(np.cosh)
-_POWER = libm(np.power)
-_ARCTAN2 = libm(np.arctan2)
+_EXP = libm("exp")
+_EXPM1 = libm("expm1")
+_LOG = libm("log")
+_LOG1P = libm("log1p")
+_LIBM_CBRT = libm("cbrt")
+_SIN = libm("sin")
+_COS = libm("cos")
+_TAN = libm("tan")
+_TANH = libm("tanh")
+_ARCCOS = libm("acos")
+_ARCCOSH = libm("acosh")
+_ARCSIN = libm("asin")
+_ARCSINH = libm("asinh")
+_ARCTAN = libm("atan")
+_ARCTANH = libm("atanh")
+_SINH = libm("sinh")
+_COSH = libm("cosh")
+_POWER = libm("pow")
+_ARCTAN2 = libm("atan2")

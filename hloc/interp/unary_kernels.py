@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.dtypes import DType
-from .binary_kernels import complex_abs
+from .binary_kernels import _two_prod, complex_abs
 from .kernel_types import (_ARCCOS, _ARCCOSH, _ARCSIN, _ARCSINH, _ARCTAN, _ARCTAN2, _ARCTANH,
-                           _CBRT, _COS, _COSH, _ERF, _EXP, _I64, _LOG, _LOG1P, _SIN, _SINH, _TAN,
-                           _TANH, _U64, compose, contiguous, narrow, raw_bits, require_kind,
-                           widen, wrap)
+                           _COS, _COSH, _ERF, _EXP, _I64, _LIBM_CBRT, _LOG, _LOG1P, _SIN, _SINH,
+                           _TAN, _TANH, _U64, compose, contiguous, narrow, raw_bits,
+                           require_kind, widen, wrap)
 
 
 # ---------------------------------------------------------------------------
@@ -34,6 +34,30 @@ def _round_afz(x):
     return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
+
+
+def _cbrt(x):
+    """libm's cbrt, made exact where the cube root is representable: glibc returns
+    cbrt(-27) = -3.0000000000000004. An exact root has at most 18 significant bits (its
+    cube fits in 53), so y rounded to 18 bits is the only candidate; it replaces y where
+    its cube is exactly x (Dekker products with no error)."""
+    y = _LIBM_CBRT(x)
+    if x.dtype != np.float64:
+        return y          # computed in float64 and rounded once: exact cubes come out exact
+    with np.errstate(all="ignore"):
+        m, e = np.frexp(y)
+        c = np.ldexp(np.rint(m * 2.0 ** 18), e - 18)
+        maybe = np.flatnonzero((c * c * c == x) & (c != y) & (np.abs(x) < 1e300)
+                               & (np.abs(x) > 1e-290))
+        if maybe.size == 0:
+            return y
+        cm, xm = c.reshape(-1)[maybe], x.reshape(-1)[maybe]
+        sq, e1 = _two_prod(cm, cm)
+        cube, e2 = _two_prod(sq, cm)
+        exact = (e1 == 0) & (e2 == 0) & (cube == xm)
+    out = y.copy()
+    out.reshape(-1)[maybe[exact]] = cm[exact]
+    return out
 
 
 def xla_expm1(x):
@@ -192,7 +216,7 @@ UNARY = {
     "logistic": _float_fn(_logistic),
     "sqrt": _float_fn(np.sqrt),
     "rsqrt": _float_fn(_rsqrt),
-    "cbrt": _float_fn(_CBRT, allow_complex=False),
+    "cbrt": _float_fn(_cbrt, allow_complex=False),
     "sine": _float_fn(_SIN),
     "cosine": _float_fn(_COS),
     "tan": _float_fn(_TAN),

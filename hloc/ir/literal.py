@@ -19,6 +19,9 @@ __all__ = ["LiteralError", "Literal", "ElidedFiller", "literal_from_array", "fil
 
 TRUNCATE_AT = 1000          # literal_comparison::ToStringTruncated
 CONSTANT_INLINE_MAX = 10    # HloConstantInstruction prints <= 10 elements inline
+# A zero-element array can have any number of rows (f32[1000000000000,0]); XLA would print
+# each as `{  }`. Beyond this many we print one summary line instead of hanging.
+TEXT_ROWS_MAX = 100_000
 
 
 class LiteralError(ValueError):
