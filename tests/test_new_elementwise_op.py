@@ -45,7 +45,9 @@ ENTRY e {{
     assert f"{NAME}(%a, %b)" in module_to_text(module)
     a = np.array([1, 5, np.nan], np.float32)
     b = np.array([2, 3, 0], np.float32)
-    np.testing.assert_array_equal(module.run(a, b), np.array([2, 5, np.nan], np.float32))
+    want = np.array([2, 5, np.nan], np.float32)
+    np.testing.assert_array_equal(module.run(a, b), want)
+    np.testing.assert_array_equal(module.run(a, b, backend="cpu"), want)   # compiled too
 
 
 def test_constant_folded(made_up_op):

@@ -16,6 +16,16 @@ def test_every_op_has_an_evaluation_or_a_reason():
     assert not missing, f"ops with neither an evaluation nor an unsupported reason: {missing}"
 
 
+# Elemental ops the compiled back end does not compile yet (it reports them unsupported;
+# the interpreter evaluates them).
+NOT_COMPILED = ["stochastic-convert"]
+
+
+def test_every_elemental_op_has_an_emitter_or_is_listed():
+    import hloc.backend  # noqa: F401  (attaches the emitters)
+    assert facets.missing("emit", "emit_kernel") == NOT_COMPILED
+
+
 def test_structural_ops_are_the_walkers():
     assert {n for n, op in REGISTRY.items() if STRUCTURAL in op.traits} == {
         "parameter", "constant", "tuple", "get-tuple-element", "call", "fusion", "while",

@@ -90,12 +90,15 @@ def kinds() -> list[str]:
     return sorted(_TABLES)
 
 
-def missing(kind: str) -> list[str]:
-    """Opcodes whose traits require the `kind` facet and that lack it."""
+def missing(kind: str, *alternatives: str) -> list[str]:
+    """Opcodes whose traits require the `kind` facet and that have neither it nor a facet
+    of one of the `alternatives` kinds (e.g. a whole-kernel emitter for an elemental op)."""
     need = _REQUIRED.get(kind)
     if need is None:
         return []
-    return sorted(name for name, op in REGISTRY.items() if need(op) and get(kind, name) is None)
+    kinds_ = (kind, *alternatives)
+    return sorted(name for name, op in REGISTRY.items()
+                  if need(op) and all(get(k, name) is None for k in kinds_))
 
 
 def _runnable(op: OpDef) -> bool:
