@@ -1101,3 +1101,7 @@ def parse_value(kind_name: str, text: str):
 def format_value(kind_name: str, value) -> str:
     """Print `value` of attribute kind `kind_name` the way XLA does."""
     return KINDS[kind_name].format(value)
+
+
+# Mesh-axes replica groups (`mesh['x'=4] {'x'}`) extend the replica_groups kind.
+from . import device_groups as _device_groups  # noqa: E402,F401  (re-registers replica_groups)
