@@ -146,10 +146,15 @@ Exit status: 0 ok, 1 mismatch with --expected, 2 bad input or parse/verify error
               help="Print the whole result as one XLA literal, however large.")
 @click.option("--print-literals", is_flag=True,
               help="Also print the arguments as '** Argument i **' blocks.")
+@click.option("--devices", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Devices to run on: default replica_count x num_partitions (1 for a "
+                   "global-view, before-partitioning module); 1 runs the module once as "
+                   "written. With N > 1, inputs, --output and --expected arrays have a "
+                   "leading device axis.")
 @click.option("--no-verify", is_flag=True, help="Skip the HLO verifier.")
 def run(module, pick, inputs, positional, literals, seed, use_large_float_range, backend,
         iterations, output, expected, abs_error_bound, rel_error_bound, as_json,
-        print_values, print_all, print_literals, no_verify):
+        print_values, print_all, print_literals, devices, no_verify):
     import json
 
     from .cli_common import cli_progress, load_modules
@@ -167,21 +172,29 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
             from .verifier import verify
             with progress.phase("verify"):
                 verify(m)
+        from . import multidevice as md
+        n = md.device_plan(m, devices)
         if inputs or literals:
             read = read_inputs(inputs, literals)
             if positional and any(i.name is not None for i in read):
                 pairs = ", ".join(f"{p.name} <- {i.name if i.name is not None else i.label}"
                                   for p, i in zip(m.entry.parameters, read))
                 click.echo(f"hloc run: --positional: binding in file order: {pairs}", err=True)
-            args = bind_arguments(m, read, positional=positional)
+            args = (md.bind_per_device(m, read, n, positional=positional) if n > 1 else
+                    bind_arguments(m, read, positional=positional))
         else:
             from .fake_args import make_fake_arguments
             with progress.phase("fake arguments"):
-                args = make_fake_arguments(m, seed=seed,
+                args = (md.fake_per_device(m, n, seed=seed,
                                            use_large_float_range=use_large_float_range)
+                        if n > 1 else make_fake_arguments(
+                            m, seed=seed, use_large_float_range=use_large_float_range))
         runner = get_backend(backend).runner_name
         if print_literals and not as_json:
-            click.echo(argument_text(m, args, print_all=print_all))
+            for d, a in enumerate(args if n > 1 else [args]):
+                if n > 1:
+                    click.echo(f"** device {d} arguments **")
+                click.echo(argument_text(m, a, print_all=print_all))
 
         def before(i):
             if iterations != 1:
@@ -192,9 +205,13 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
 
         result = run_module(m, args, backend=backend, iterations=iterations, seed=seed,
                             before_iteration=before, after_iteration=after,
-                            progress=progress)
+                            progress=progress, devices=n)
     finally:
         progress.close()
+    if n > 1:
+        _report_devices(m, result, output, as_json, print_values or print_all, print_all,
+                        print_literals, runner, expected, abs_error_bound, rel_error_bound)
+        return
     if output:
         save_outputs(output, result.shape, result.value)
     if as_json:
@@ -207,6 +224,35 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
         from .expect import compare_with_file
         ok, report = compare_with_file(expected, result.shape, result.value,
                                        abs_error_bound, rel_error_bound)
+        click.echo(report, err=as_json)
+        if not ok:
+            raise SystemExit(1)
+
+
+def _report_devices(m, result, output, as_json, print_values, print_all, print_literals,
+                    runner, expected, abs_error_bound, rel_error_bound):
+    """run's output for a multi-device result (hloc.multidevice)."""
+    import dataclasses
+    import json
+
+    from . import multidevice as md
+    from .runner import result_json
+    from .summary import result_summary
+    values = result.value
+    if output:
+        md.save_device_outputs(output, result.shape, values)
+    if as_json:
+        per = [result_json(dataclasses.replace(result, value=v, devices=1),
+                           print_values=print_values) for v in values]
+        click.echo(json.dumps(md.devices_json(m, per)))
+    else:
+        if print_literals:
+            click.echo(f"** Result with test runner {runner} **")
+        click.echo(md.devices_text(m, result.shape, values,
+                                   lambda s, v: result_summary(s, v, print_all=print_all)))
+    if expected:
+        ok, report = md.compare_devices(expected, result.shape, values, abs_error_bound,
+                                        rel_error_bound)
         click.echo(report, err=as_json)
         if not ok:
             raise SystemExit(1)

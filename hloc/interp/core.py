@@ -13,6 +13,7 @@ import numpy as np
 from ..diagnostics import UnsupportedError
 from ..ir.module import Computation, Instruction, Module
 from ..ops import REGISTRY
+from .devices import PerShard, run_per_shard
 
 
 _SIZES: dict = {}
@@ -108,6 +109,7 @@ class Interpreter:
         self.device = device or Device(0, 0, *device_count(module))
         self.occurrences: dict[int, int] = {}
         self.max_value_bytes = max_value_bytes or self.MAX_VALUE_BYTES
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.ctx = EvalContext(self)
 
@@ -136,7 +138,10 @@ class Interpreter:
                 return env[id(inst.operands[0])][inst.attrs["index"]]
             case "call" | "fusion":
                 comp = inst.attrs.get("to_apply") or inst.attrs.get("calls")
-                return self.call(comp, [env[id(o)] for o in inst.operands])
+                args = [env[id(o)] for o in inst.operands]
+                if any(type(a) is PerShard for a in args):        # a manual region's body
+                    return run_per_shard(comp, args, module=self.module, seed=self.seed)
+                return self.call(comp, args)
             case "while":
                 state = env[id(inst.operands[0])]
                 cond, body = inst.attrs["condition"], inst.attrs["body"]

@@ -26,7 +26,7 @@ from ..diagnostics import HlocError
 from ..ir.device_groups import group_list
 
 __all__ = ["Device", "Rendezvous", "participants", "device_count", "run_devices",
-           "DeviceError"]
+           "DeviceError", "PerShard", "run_per_shard"]
 
 
 class DeviceError(HlocError):
@@ -137,17 +137,42 @@ class Rendezvous:
             self._cv.notify_all()
 
 
+class PerShard:
+    """A manual region's value: one block per device of its mesh (hloc.interp.manual)."""
+    __slots__ = ("shards",)
+
+    def __init__(self, shards: list):
+        self.shards = shards
+
+    def __getitem__(self, index: int) -> "PerShard":     # get-tuple-element on each device
+        return PerShard([s[index] for s in self.shards])
+
+
+def run_per_shard(comp, args: list, *, module, seed: int) -> PerShard:
+    """Run computation `comp` once per shard of the PerShard arguments (other arguments
+    are given to every shard), as partitions 0..N-1 meeting at collectives."""
+    n = max(len(a.shards) for a in args if isinstance(a, PerShard))
+    per = [[a.shards[d] if isinstance(a, PerShard) else a for a in args] for d in range(n)]
+    return PerShard(_run_threads(module, per, 1, n, seed,
+                                 lambda interp, a: interp.call(comp, a)))
+
+
 def run_devices(module, args_per_device: list[list], *, seed: int = 42,
                 replicas: int | None = None, partitions: int | None = None) -> list:
     """Run `module`'s ENTRY on every device (one argument list each); the results, one
     per device. The first device error (by device id) is raised."""
-    from .core import Interpreter
     R, P = device_count(module)
     R, P = replicas or R, partitions or P
     n = R * P
     if len(args_per_device) != n:
         raise DeviceError(f"{len(args_per_device)} argument lists for {n} devices "
                           f"(replica_count={R} x num_partitions={P})")
+    return _run_threads(module, args_per_device, R, P, seed, lambda interp, a: interp.run(a))
+
+
+def _run_threads(module, args_per_device, R: int, P: int, seed: int, body) -> list:
+    from .core import Interpreter
+    n = R * P
     rv = Rendezvous(n)
     results: list = [None] * n
     errors: list = [None] * n
@@ -155,7 +180,7 @@ def run_devices(module, args_per_device: list[list], *, seed: int = 42,
     def work(d: int) -> None:
         device = Device(d // P, d % P, R, P, rv)
         try:
-            results[d] = Interpreter(module, seed=seed, device=device).run(args_per_device[d])
+            results[d] = body(Interpreter(module, seed=seed, device=device), args_per_device[d])
         except BaseException as e:         # handed to the caller below, never swallowed
             errors[d] = e
             rv.finish(d, e)

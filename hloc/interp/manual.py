@@ -1,0 +1,153 @@
+"""Global-view (before-optimizations) dumps: sharding annotations and manual regions.
+
+A sharded `jit` is written with global shapes: `sharding=` attributes and the custom-calls
+`Sharding`, `xla.sdy.FuncResultSharding`, `SPMDFullToShardShape`/`SPMDShardToFullShape`
+only annotate, so they keep their operand's value (custom_calls.py and here). A shard_map
+or pmap body is a *manual region*:
+
+    %l = custom-call(%global), custom_call_target="xla.sdy.GlobalToLocalShape",
+         frontend_attributes={xla.sdy.in_shardings=..., xla.sdy.manual_axes=...}
+    %r = call(%l), to_apply=%xla.sdy.manual_computation_body...
+    %g = custom-call(gte(%r, i)...), custom_call_target="xla.sdy.LocalToGlobalShape",
+         frontend_attributes={xla.sdy.out_shardings=...}
+
+GlobalToLocalShape splits each global operand along the mesh axes its Shardy sharding
+names (the mesh from the module's `xla.sdy.meshes`) into one PerShard value holding every
+device's block; the `call` then runs its body once per device, in threads meeting at
+collectives (devices.run_per_shard: device d is partition d of a mesh-sized program); a
+get-tuple-element of a PerShard value picks the element on every device;
+LocalToGlobalShape puts the blocks back together by its out_shardings. Only full manual
+regions run (every mesh axis of size > 1 is manual); partly manual ones, sub-axes and a
+per-shard value used outside the region are `unsupported`, named.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..ir.device_groups import parse_sdy_meshes, parse_sdy_shardings
+from ..verify.text_attrs import frontend_attributes
+from .custom_calls import CUSTOM_CALLS, _identity
+from .devices import PerShard
+
+_REGION_USERS = frozenset({"call", "get-tuple-element", "custom-call"})
+
+
+def _fe(inst) -> dict:
+    v = inst.attrs.get("frontend_attributes")
+    return frontend_attributes(getattr(v, "text", v) or "{}") or {}
+
+
+def _mesh(inst, ctx, name: str):
+    comp = inst.parent
+    module = comp.parent if comp is not None else None
+    text = (getattr(module, "attrs", None) or {}).get("frontend_attributes")
+    fe = frontend_attributes(getattr(text, "text", text) or "{}") or {}
+    meshes = parse_sdy_meshes(fe.get("xla.sdy.meshes", ""))
+    mesh = meshes.get(name)
+    if mesh is None:
+        raise ctx.unsupported(inst, f"manual region on mesh @{name}, which the module's "
+                                    "xla.sdy.meshes does not define")
+    return mesh
+
+
+def _shardings(inst, ctx, key: str, count: int):
+    text = _fe(inst).get(key)
+    out = parse_sdy_shardings(text) if text else None
+    if out is None or len(out) != count:
+        raise ctx.unsupported(inst, f"{inst.attrs.get('custom_call_target')} with "
+                                    f"{key}={text!r} (a Shardy form hloc does not run yet)")
+    return out
+
+
+def _manual_axes(inst) -> set[str]:
+    import re
+    return set(re.findall(r'\\?"([^"\\]*)\\?"', _fe(inst).get("xla.sdy.manual_axes", "")))
+
+
+def _check_full_manual(inst, ctx, mesh) -> None:
+    manual = _manual_axes(inst)
+    missing = [n for n, s in mesh.axes if s > 1 and n not in manual]
+    if missing:
+        raise ctx.unsupported(inst, f"a partly manual region (axes {sorted(manual)} manual, "
+                                    f"{missing} not)")
+
+
+def _coords(mesh):
+    """Mesh coordinates of every device id, in device-id order."""
+    sizes = [s for _, s in mesh.axes]
+    ids = mesh.device_ids or tuple(range(mesh.size))
+    pos = {d: c for d, c in zip(ids, itertools.product(*(range(s) for s in sizes)))}
+    return [pos[d] for d in range(mesh.size)]
+
+
+def _blocks(mesh, sharding, shape_dims, coord):
+    names = [n for n, _ in mesh.axes]
+    index = []
+    for dim, axes in zip(shape_dims, sharding.dims):
+        parts, i = 1, 0
+        for a in axes:
+            size = mesh.axis_size(a)
+            i = i * size + coord[names.index(a)]
+            parts *= size
+        step = dim // parts
+        index.append(slice(i * step, (i + 1) * step))
+    return tuple(index)
+
+
+def _check_users(inst, ctx, value_users) -> None:
+    work = list(value_users)
+    while work:
+        u = work.pop()
+        if u.opcode not in _REGION_USERS or (
+                u.opcode == "custom-call" and u.attrs.get("custom_call_target")
+                != "xla.sdy.LocalToGlobalShape"):
+            raise ctx.unsupported(u, f"a per-shard value of a manual region used by {u.opcode} "
+                                     "outside the region")
+        if u.opcode == "get-tuple-element":
+            work.extend(u.users)
+        if u.opcode == "call":
+            work.extend(u.users)
+
+
+def _global_to_local(inst, operands, ctx):
+    shardings = _shardings(inst, ctx, "xla.sdy.in_shardings", len(operands))
+    mesh = _mesh(inst, ctx, shardings[0].mesh)
+    _check_full_manual(inst, ctx, mesh)
+    _check_users(inst, ctx, inst.users)
+    coords = _coords(mesh)
+    outs = []
+    for x, sh in zip(operands, shardings):
+        x = np.asarray(x)
+        if len(sh.dims) != x.ndim or any(
+                x.shape[d] % np.prod([mesh.axis_size(a) for a in axes] or [1])
+                for d, axes in enumerate(sh.dims)):
+            raise ctx.unsupported(inst, f"splitting {list(x.shape)} by {sh.dims} on mesh "
+                                        f"{mesh.axes}")
+        outs.append(PerShard([x[_blocks(mesh, sh, x.shape, c)].copy() for c in coords]))
+    return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def _local_to_global(inst, operands, ctx):
+    shardings = _shardings(inst, ctx, "xla.sdy.out_shardings", len(operands))
+    mesh = _mesh(inst, ctx, shardings[0].mesh)
+    coords = _coords(mesh)
+    leaves = list(inst.shape.elements) if len(operands) > 1 or hasattr(
+        inst.shape, "elements") else [inst.shape]
+    outs = []
+    for v, sh, leaf in zip(operands, shardings, leaves):
+        if not isinstance(v, PerShard) or len(v.shards) != len(coords):
+            raise ctx.unsupported(inst, "LocalToGlobalShape of a value that is not per-shard")
+        out = np.zeros(leaf.dims, dtype=leaf.dtype.np)
+        for block, c in zip(v.shards, coords):
+            out[_blocks(mesh, sh, out.shape, c)] = block
+        outs.append(out)
+    return tuple(outs) if hasattr(inst.shape, "elements") else outs[0]
+
+
+CUSTOM_CALLS.update({
+    "xla.sdy.FuncResultSharding": _identity,
+    "xla.sdy.GlobalToLocalShape": _global_to_local,
+    "xla.sdy.LocalToGlobalShape": _local_to_global,
+})
