@@ -220,6 +220,7 @@ def _eval_collective_permute(inst, operands, ctx):
 @evaluates("collective-permute-start")
 def _eval_collective_permute_start(inst, operands, ctx):
     elems = _tuple_elements(inst, ctx, 2)
-    received = _permute(inst, ctx, operands[0], elems[1])
+    value = operands[0] if len(operands) == 1 else tuple(operands)   # combined: a tuple
+    received = _permute(inst, ctx, value, elems[1])
     rest = tuple(zero_value(e) for e in elems[2:])
-    return (operands[0], received) + rest
+    return (value, received) + rest

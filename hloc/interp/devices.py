@@ -110,6 +110,9 @@ class Rendezvous:
 
     def exchange(self, inst, occurrence: int, group: list[int], me: int, value) -> list:
         key = (id(inst), occurrence, tuple(group))
+        if any(not 0 <= d < self.count for d in group):
+            raise DeviceError(f"{inst.opcode} %{inst.name}: participants {group} name devices "
+                              f"beyond the {self.count} of the run")
         with self._cv:
             slot = self._slots.setdefault(key, [{}, 0])
             slot[0][me] = value
