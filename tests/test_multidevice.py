@@ -294,3 +294,25 @@ def test_corpus_multi_device_modules_run_with_their_device_counts():
     for name, why in NOT_RUN.items():
         assert why in failed[name], (name, failed[name])
     assert len(ok) == 17
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_opt_keeps_collectives_shardings_and_manual_regions(name):
+    """`hloc opt` on the before dump (the manual-region call is `inlineable="false"`, so the
+    call-inliner keeps it) and `opt --force` on the after dump keep JAX's values."""
+    from hloc.passes.driver import optimize
+    from hloc.passes.pipelines import default_pipeline
+    before = hloc.parse((MD / f"{name}.before_optimizations.hlo").read_text())
+    regions = sum("manual_computation_body" in c.name for c in before.computations)
+    assert optimize(before, default_pipeline()).skipped is None
+    assert sum("manual_computation_body" in c.name for c in before.computations) == regions
+    ins, outs = _npz(MD / f"{name}.npz")
+    got = flatten_leaves(Interpreter(before).run(ins), before.entry.root.shape)
+    for g, want in zip(got, outs):
+        np.testing.assert_allclose(g, want, **TOL)
+    after = hloc.parse((MD / f"{name}.after_optimizations.hlo").read_text())
+    assert optimize(after, default_pipeline(), force=True).skipped is None
+    ins, outs = _npz(MD / f"{name}.devices.npz")
+    for d, r in enumerate(run_devices(after, [[x[d] for x in ins] for d in range(4)])):
+        for g, want in zip(flatten_leaves(r, after.entry.root.shape), outs):
+            np.testing.assert_allclose(g, want[d], **TOL)
