@@ -43,6 +43,9 @@ def is_global_view(module) -> bool:
 def device_plan(module, devices: int | None) -> int:
     """How many devices `hloc run` runs `module` on (1 = once, as written)."""
     r, p = _counts(module)
+    from .interp.devices import MAX_DEVICES, too_many_devices
+    if r * p > MAX_DEVICES and devices != 1:
+        raise too_many_devices(r, p)
     if devices is None:
         return 1 if is_global_view(module) else r * p
     if devices not in (1, r * p):

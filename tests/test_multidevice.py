@@ -141,6 +141,7 @@ def test_mesh_groups_parse_print_and_expand(text, groups):
     ("mesh[a=2] {a}", "expects string"),
     ("mesh['a'=2,'a'=2] {'a'}", "duplicate axis names"),
     ("mesh['a'=4], device_ids=(0,1,1,3) {'a'}", "permutation"),
+    ("mesh['a'=100000,'b'=100000] {'a'}", "at most"),
 ])
 def test_bad_mesh_groups_are_rejected(text, message):
     with pytest.raises(A.AttrSyntaxError, match=message):
@@ -316,3 +317,51 @@ def test_opt_keeps_collectives_shardings_and_manual_regions(name):
     for d, r in enumerate(run_devices(after, [[x[d] for x in ins] for d in range(4)])):
         for g, want in zip(flatten_leaves(r, after.entry.root.shape), outs):
             np.testing.assert_allclose(g, want[d], **TOL)
+
+
+def test_huge_device_counts_are_refused_before_any_work():
+    f = MD / "mesh2d_matmul.after_optimizations.hlo"
+    text = f.read_text().replace("num_partitions=4", "num_partitions=100000", 1)
+    r = subprocess.run([sys.executable, "-m", "hloc", "run", "--no-verify", "-"], input=text,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 3 and "at most 512 run in one process" in r.stderr, r.stderr
+
+
+def test_mesh_group_text_mutations_never_crash():
+    """Untrusted input: every mutation of mesh-groups text parses or is an AttrSyntaxError."""
+    rng = np.random.default_rng(0)
+    seeds = ["mesh['a'=2,'b'=4], device_ids=(7,6,5,4,3,2,1,0) {'b','a':(1)2}",
+             "mesh['axis_0'=4,'axis_1'=1] {'axis_0'}"]
+    alphabet = list("mesh[]{}(),='ab:0123456789 -_x")
+    for _ in range(3000):
+        s = list(seeds[rng.integers(len(seeds))])
+        for _ in range(rng.integers(1, 4)):
+            i = int(rng.integers(len(s)))
+            op = rng.integers(3)
+            if op == 0:
+                del s[i]
+            elif op == 1:
+                s.insert(i, alphabet[rng.integers(len(alphabet))])
+            else:
+                s[i] = alphabet[rng.integers(len(alphabet))]
+        text = "".join(s)
+        try:
+            v = A.parse_value("replica_groups", text)
+        except A.AttrSyntaxError:
+            continue
+        groups = v.groups
+        assert sorted(x for g in groups for x in g) == sorted(set(x for g in groups for x in g))
+
+
+def test_manual_region_forms_not_run_are_unsupported_and_named():
+    text = (MD / "shard_map_collectives.before_optimizations.hlo").read_text()
+    ins, _ = _npz(MD / "shard_map_collectives.npz")
+    partly = text.replace('#sdy.mesh<["x"=4]>', '#sdy.mesh<["x"=4, "y"=2]>')
+    assert partly != text
+    with pytest.raises(UnsupportedError, match=r"partly manual region .*\['y'\] not"):
+        Interpreter(hloc.parse(partly)).run(ins)
+    sub = text.replace('[{\\"x\\"}, {}]>]>",xla.sdy.manual_axes',
+                       '[{\\"x\\":(1)2}, {}]>]>",xla.sdy.manual_axes')
+    assert sub != text
+    with pytest.raises(UnsupportedError, match="a Shardy form hloc does not run yet"):
+        Interpreter(hloc.parse(sub)).run(ins)

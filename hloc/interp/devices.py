@@ -173,9 +173,20 @@ def run_devices(module, args_per_device: list[list], *, seed: int = 42,
     return _run_threads(module, args_per_device, R, P, seed, lambda interp, a: interp.run(a))
 
 
+MAX_DEVICES = 512     # threads in one process; a dump may declare any replica_count
+
+
+def too_many_devices(R: int, P: int):
+    from ..diagnostics import UnsupportedError
+    return UnsupportedError(f"unsupported: {R * P} devices (replica_count={R} x "
+                            f"num_partitions={P}); at most {MAX_DEVICES} run in one process")
+
+
 def _run_threads(module, args_per_device, R: int, P: int, seed: int, body) -> list:
     from .core import Interpreter
     n = R * P
+    if n > MAX_DEVICES:
+        raise too_many_devices(R, P)
     rv = Rendezvous(n)
     results: list = [None] * n
     errors: list = [None] * n
@@ -193,8 +204,8 @@ def _run_threads(module, args_per_device, R: int, P: int, seed: int, body) -> li
     if n == 1:
         work(0)
     else:
-        threads = [threading.Thread(target=work, args=(d,), name=f"hloc-device-{d}")
-                   for d in range(n)]
+        threads = [threading.Thread(target=work, args=(d,), name=f"hloc-device-{d}",
+                                    daemon=True) for d in range(n)]
         for t in threads:
             t.start()
         for t in threads:

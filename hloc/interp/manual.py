@@ -105,9 +105,10 @@ def _check_users(inst, ctx, value_users) -> None:
                 != "xla.sdy.LocalToGlobalShape"):
             raise ctx.unsupported(u, f"a per-shard value of a manual region used by {u.opcode} "
                                      "outside the region")
-        if u.opcode == "get-tuple-element":
-            work.extend(u.users)
-        if u.opcode == "call":
+        if u.opcode in ("get-tuple-element", "call"):
+            if u.parent is not None and u is u.parent.root:
+                raise ctx.unsupported(u, "a per-shard value of a manual region as the "
+                                         "computation's result (no LocalToGlobalShape)")
             work.extend(u.users)
 
 

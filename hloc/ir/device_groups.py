@@ -30,6 +30,9 @@ __all__ = ["MeshGroups", "SdyMesh", "SdySharding", "parse_sdy_meshes", "parse_sd
            "group_list"]
 
 
+MAX_MESH = 1 << 20     # devices in one mesh; its groups are materialised on demand
+
+
 @dataclass(frozen=True)
 class MeshGroups:
     """`mesh[...] {...}` replica groups: axis (name, size) pairs, explicit device ids
@@ -116,6 +119,8 @@ def _p_mesh_groups(c) -> MeshGroups:
             break
     c.need("]", "expects ']' to end the mesh axes")
     total = math.prod(s for _, s in axes)
+    if total > MAX_MESH:
+        raise c.err(f"a mesh of {total} devices (hloc handles at most {MAX_MESH})", start)
     device_ids = None
     if c.eat(","):
         c.need("device_ids", "expects device_ids")
