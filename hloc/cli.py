@@ -87,9 +87,11 @@ def fmt(file, output, short, pick):
 
 def _add_commands() -> None:
     from .cli_check import check
+    from .cli_graph import graph
     from .cli_opt import opt
     from .cli_run import run
     main.add_command(check)
+    main.add_command(graph)
     main.add_command(opt)
     main.add_command(run)
 
