@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "testdata" / "multidevice"
 DEVICES = 4
 PROGRAMS = ("pmap_collectives", "shard_map_collectives", "dp_mlp_step", "mesh2d_matmul",
-            "fsdp_layer")
+            "fsdp_layer", "shard_map_partial")
 
 
 def _programs():
@@ -120,6 +120,22 @@ def _programs():
         w = rng.standard_normal((8, 4), np.float32) * 0.5
         x = rng.standard_normal((8, 8), np.float32)
         return fn, (jax.device_put(w, sh), jax.device_put(x, sh))
+
+    def shard_map_partial():
+        """shard_map manual over `data` only of a 2x2 data x model mesh (`model` stays
+        automatic inside the body)."""
+        mesh = Mesh(np.array(devs).reshape(2, 2), ("data", "model"))
+
+        def body(x, w):
+            y = jnp.tanh(x @ w)
+            return jax.lax.psum(y.sum(axis=0, keepdims=True), "data"), y
+        fn = jax.jit(shard_map(body, mesh=mesh, in_specs=(P("data", None), P(None, None)),
+                               out_specs=(P(), P("data", None)), axis_names={"data"}),
+                     keep_unused=True)
+        x = rng.standard_normal((4, 6), np.float32)
+        w = rng.standard_normal((6, 4), np.float32)
+        return fn, (jax.device_put(x, NamedSharding(mesh, P("data", None))),
+                    jax.device_put(w, NamedSharding(mesh, P(None, "model"))))
 
     return locals()
 

@@ -23,7 +23,7 @@ import numpy as np
 from ..ir.shape import TupleShape
 from .core import evaluates
 from .data_movement import zero_value
-from .devices import participants as _participants, permute_peers
+from .devices import DeviceError, participants as _participants, permute_peers
 from .reductions import apply_computation
 
 
@@ -65,7 +65,11 @@ def _same(inst, ctx, values, shape):
 
 
 def _group(inst, ctx) -> list[int]:
-    return _participants(inst, ctx.device)
+    try:
+        return _participants(inst, ctx.device)
+    except DeviceError as e:       # located at the instruction
+        raise DeviceError(f"{e.message} (instruction %{inst.name})",
+                          ctx.unsupported(inst, "").loc) from None
 
 
 def _needs(inst, ctx, group, count: int) -> None:

@@ -34,6 +34,10 @@ class DeviceError(HlocError):
     exit_code = 2
 
 
+class _Aborted(DeviceError):
+    """A device stopped because another failed (never the error reported)."""
+
+
 @dataclass(frozen=True)
 class Device:
     replica: int
@@ -119,7 +123,7 @@ class Rendezvous:
             self._cv.notify_all()
             while len(slot[0]) < len(group):
                 if self._failed is not None:
-                    raise DeviceError("another device failed")
+                    raise _Aborted("another device failed")
                 gone = [d for d in group if d in self._finished and d not in slot[0]]
                 if gone:
                     raise DeviceError(
@@ -210,7 +214,7 @@ def _run_threads(module, args_per_device, R: int, P: int, seed: int, body) -> li
             t.start()
         for t in threads:
             t.join()
-    real = [e for e in errors if e is not None and not isinstance(e, DeviceError)]
+    real = [e for e in errors if e is not None and not isinstance(e, _Aborted)]
     first = real[0] if real else next((e for e in errors if e is not None), None)
     if first is not None:
         raise first

@@ -16,13 +16,18 @@ names (the mesh from the module's `xla.sdy.meshes`) into one PerShard value hold
 device's block; the `call` then runs its body once per device, in threads meeting at
 collectives (devices.run_per_shard: device d is partition d of a mesh-sized program); a
 get-tuple-element of a PerShard value picks the element on every device;
-LocalToGlobalShape puts the blocks back together by its out_shardings. Only full manual
-regions run (every mesh axis of size > 1 is manual); partly manual ones, sub-axes and a
-per-shard value used outside the region are `unsupported`, named.
+LocalToGlobalShape puts the blocks back together by its out_shardings. In a partly manual
+region (`xla.sdy.manual_axes` names some mesh axes) values are split along the manual axes
+only and stay whole along the others; the body still runs on every device of the mesh,
+since its collectives name devices of the whole mesh (`{{0,2},{1,3}}` for the first axis
+of a 2x2 mesh), and the devices that differ only in non-manual axes compute the same
+block. Sub-axes, priorities and a per-shard value used outside the region are
+`unsupported`, named.
 """
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 
@@ -61,17 +66,13 @@ def _shardings(inst, ctx, key: str, count: int):
     return out
 
 
-def _manual_axes(inst) -> set[str]:
-    import re
-    return set(re.findall(r'\\?"([^"\\]*)\\?"', _fe(inst).get("xla.sdy.manual_axes", "")))
-
-
-def _check_full_manual(inst, ctx, mesh) -> None:
-    manual = _manual_axes(inst)
-    missing = [n for n, s in mesh.axes if s > 1 and n not in manual]
-    if missing:
-        raise ctx.unsupported(inst, f"a partly manual region (axes {sorted(manual)} manual, "
-                                    f"{missing} not)")
+def _manual_axes(inst, ctx, mesh) -> set[str]:
+    text = _fe(inst).get("xla.sdy.manual_axes", "")
+    names = set(re.findall(r'"([^"\\]*)\\?"', text.replace('\\"', '"')))
+    unknown = names - {n for n, _ in mesh.axes}
+    if not names or unknown:
+        raise ctx.unsupported(inst, f"manual region with xla.sdy.manual_axes={text!r}")
+    return names
 
 
 def _coords(mesh):
@@ -82,12 +83,14 @@ def _coords(mesh):
     return [pos[d] for d in range(mesh.size)]
 
 
-def _blocks(mesh, sharding, shape_dims, coord):
+def _blocks(mesh, sharding, shape_dims, coord, manual):
+    """This device's block: split along the manual axes the sharding names (a partly
+    manual region keeps the other axes' dimensions whole)."""
     names = [n for n, _ in mesh.axes]
     index = []
     for dim, axes in zip(shape_dims, sharding.dims):
         parts, i = 1, 0
-        for a in axes:
+        for a in (a for a in axes if a in manual):
             size = mesh.axis_size(a)
             i = i * size + coord[names.index(a)]
             parts *= size
@@ -115,24 +118,26 @@ def _check_users(inst, ctx, value_users) -> None:
 def _global_to_local(inst, operands, ctx):
     shardings = _shardings(inst, ctx, "xla.sdy.in_shardings", len(operands))
     mesh = _mesh(inst, ctx, shardings[0].mesh)
-    _check_full_manual(inst, ctx, mesh)
+    manual = _manual_axes(inst, ctx, mesh)
     _check_users(inst, ctx, inst.users)
     coords = _coords(mesh)
     outs = []
     for x, sh in zip(operands, shardings):
         x = np.asarray(x)
         if len(sh.dims) != x.ndim or any(
-                x.shape[d] % np.prod([mesh.axis_size(a) for a in axes] or [1])
+                x.shape[d] % np.prod([mesh.axis_size(a) for a in axes if a in manual] or [1])
                 for d, axes in enumerate(sh.dims)):
             raise ctx.unsupported(inst, f"splitting {list(x.shape)} by {sh.dims} on mesh "
                                         f"{mesh.axes}")
-        outs.append(PerShard([x[_blocks(mesh, sh, x.shape, c)].copy() for c in coords]))
+        outs.append(PerShard([x[_blocks(mesh, sh, x.shape, c, manual)].copy()
+                              for c in coords]))
     return tuple(outs) if len(outs) > 1 else outs[0]
 
 
 def _local_to_global(inst, operands, ctx):
     shardings = _shardings(inst, ctx, "xla.sdy.out_shardings", len(operands))
     mesh = _mesh(inst, ctx, shardings[0].mesh)
+    manual = _manual_axes(inst, ctx, mesh)
     coords = _coords(mesh)
     leaves = list(inst.shape.elements) if len(operands) > 1 or hasattr(
         inst.shape, "elements") else [inst.shape]
@@ -142,7 +147,7 @@ def _local_to_global(inst, operands, ctx):
             raise ctx.unsupported(inst, "LocalToGlobalShape of a value that is not per-shard")
         out = np.zeros(leaf.dims, dtype=leaf.dtype.np)
         for block, c in zip(v.shards, coords):
-            out[_blocks(mesh, sh, out.shape, c)] = block
+            out[_blocks(mesh, sh, out.shape, c, manual)] = block
         outs.append(out)
     return tuple(outs) if hasattr(inst.shape, "elements") else outs[0]
 

@@ -236,8 +236,9 @@ def parse_sdy_meshes(text: str) -> dict[str, SdyMesh]:
 
 def parse_sdy_shardings(text: str) -> list[SdySharding] | None:
     """`#sdy.sharding_per_value<[<@mesh, [{"i"}, {}]>, ...]>` or `#sdy.sharding<@mesh,
-    [...]>` -> one SdySharding per value; None when a form here is not understood
-    (sub-axes, open dimensions, replicated/unreduced axes lists)."""
+    [...]>` -> one SdySharding per value (an open dimension `{"i", ?}` counts as its axes);
+    None when a form here is not understood (sub-axes, priorities, replicated/unreduced
+    axes lists)."""
     text = text.replace('\\"', '"')
     out = []
     for m in _SDY_ONE.finditer(text):
@@ -245,7 +246,7 @@ def parse_sdy_shardings(text: str) -> list[SdySharding] | None:
         for d in _SDY_DIM.findall(m.group(2)):
             d = d.strip()
             names = tuple(re.findall(r'"([^"]*)"', d))
-            if re.sub(r'"[^"]*"|[\s,]', "", d):        # sub-axes ':(1)2', '?' ...
+            if re.sub(r'"[^"]*"|[\s,?]', "", d):       # sub-axes ':(1)2' ...
                 return None
             dims.append(names)
         out.append(SdySharding(m.group(1), tuple(dims)))
