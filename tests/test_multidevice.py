@@ -366,3 +366,29 @@ def test_manual_region_forms_not_run_are_unsupported_and_named():
     assert sub != text
     with pytest.raises(UnsupportedError, match="a Shardy form hloc does not run yet"):
         Interpreter(hloc.parse(sub)).run(ins)
+
+
+def test_async_wrapped_and_start_done_collectives():
+    text = f"""HloModule m, num_partitions=2
+{ADD}%ag (a: f32[2]) -> f32[4] {{
+  %a = f32[2]{{0}} parameter(0)
+  ROOT %g = f32[4]{{0}} all-gather(%a), channel_id=1, replica_groups={{{{0,1}}}},
+    use_global_device_ids=true, dimensions={{0}}
+}}
+ENTRY e {{ x = f32[2] parameter(0)
+  s = ((f32[2]), f32[4], u32[]) async-start(x), calls=%ag
+  d = f32[4] async-done(s)
+  rs = f32[2] all-reduce-start(x), channel_id=2, replica_groups={{{{0,1}}}},
+    use_global_device_ids=true, to_apply=add
+  rd = f32[2] all-reduce-done(rs)
+  ps = (f32[2], f32[2], u32[], u32[]) collective-permute-start(x), channel_id=3,
+    source_target_pairs={{{{0,1}},{{1,0}}}}
+  pd = f32[2] collective-permute-done(ps)
+  ROOT t = (f32[4], f32[2], f32[2]) tuple(d, rd, pd) }}"""
+    m = hloc.parse(text)
+    xs = [np.array([1, 2], np.float32), np.array([10, 20], np.float32)]
+    out = run_devices(m, [[x] for x in xs])
+    for d in range(2):
+        assert out[d][0].tolist() == [1, 2, 10, 20]
+        assert out[d][1].tolist() == [11, 22]
+        assert out[d][2].tolist() == xs[1 - d].tolist()
