@@ -8,7 +8,9 @@ participants as XLA's GetParticipatingDevices does (collective_ops_utils.cc, by
 CollectiveOpGroupMode: cross-replica, cross-partition, cross-replica-and-partition,
 flattened ids) and calls `Rendezvous.exchange`, which blocks until every participant has
 put its value for the same (instruction, n-th execution, group) and hands each the
-values in group order; the op's semantics then run locally on that list.
+values in group order; the op's semantics then run locally on that list. (XLA keys its
+rendezvous by run id and channel/op id; every device of one SPMD program executes the
+same instructions, so the instruction and its execution count name the same meeting.)
 
 Why threads rather than lockstep: collectives may sit inside while bodies, conditionals
 and called computations, where a lockstep scheduler would have to turn the recursive

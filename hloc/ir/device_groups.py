@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -42,7 +43,7 @@ class MeshGroups:
     device_ids: tuple[int, ...] | None
     grouped: tuple[tuple[int, int, int], ...]
 
-    @property
+    @cached_property
     def groups(self) -> tuple[tuple[int, ...], ...]:
         return _mesh_groups(self)
 
