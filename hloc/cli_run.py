@@ -172,8 +172,15 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
             from .verifier import verify
             with progress.phase("verify"):
                 verify(m)
+        import os
+
         from . import multidevice as md
         n = md.device_plan(m, devices)
+        comm = md.mpi_comm(os.environ)
+        if comm is not None:
+            return _run_mpi(m, comm, n, inputs, literals, positional, seed,
+                            use_large_float_range, output, as_json, print_values, print_all,
+                            expected, abs_error_bound, rel_error_bound)
         if inputs or literals:
             read = read_inputs(inputs, literals)
             if positional and any(i.name is not None for i in read):
@@ -256,3 +263,43 @@ def _report_devices(m, result, output, as_json, print_values, print_all, print_l
         click.echo(report, err=as_json)
         if not ok:
             raise SystemExit(1)
+
+
+def _run_mpi(m, comm, n, inputs, literals, positional, seed, use_large_float_range, output,
+             as_json, print_values, print_all, expected, abs_error_bound, rel_error_bound):
+    """One device per MPI process (hloc.interp.mpi_devices); rank 0 reports for all, as
+    the in-process run does. A failing rank prints its error and aborts the MPI job."""
+    import time
+
+    from . import multidevice as md
+    from .diagnostics import HlocError
+    from .inputs import read_inputs
+    from .interp.mpi_devices import run_rank
+    from .runner import RunResult
+    rank = comm.Get_rank()
+    try:
+        if comm.Get_size() != n:
+            raise InputError(f"mpirun -n {comm.Get_size()}: the module runs on {n} devices")
+        if inputs or literals:
+            args = md.bind_device(m, read_inputs(inputs, literals), n, rank,
+                                  positional=positional)
+        else:
+            from .fake_args import make_fake_arguments
+            args = make_fake_arguments(m, seed=seed + rank,
+                                       use_large_float_range=use_large_float_range)
+        from . import interp  # noqa: F401  (registers every evaluation)
+        t0 = time.perf_counter()
+        values = run_rank(m, args, comm, seed=seed)
+        dt = time.perf_counter() - t0
+    except HlocError as e:
+        click.echo(f"[rank {rank}] {e.render()}", err=True)
+        comm.Abort(e.exit_code)
+        raise SystemExit(e.exit_code)       # not reached: Abort ends the process
+    if rank != 0:
+        return
+    click.echo(f"execution time for runner Interpreter (MPI, {n} processes): {dt:g}s.",
+               err=True)
+    result = RunResult(m.name, "interpreter-mpi", m.entry.root.shape, values, run_s=[dt],
+                       devices=n)
+    _report_devices(m, result, output, as_json, print_values or print_all, print_all, False,
+                    "Interpreter", expected, abs_error_bound, rel_error_bound)

@@ -10,7 +10,8 @@ runs once with global shapes (its manual regions run per shard; hloc.interp.manu
 Per-device npz layout (inputs, `--output`, `--expected`): the usual keys (in0, in1, ...
 or parameter names; out0, out1, ...) with a leading device axis of size N: entry [d]
 belongs to device d = replica d // P, partition d % P. Without inputs, device d gets fake
-arguments made with seed + d (so replicas differ, as real shards do).
+arguments made with seed + d (so replicas differ, as real shards do). Under `mpirun -n N`
+(`mpi_comm`) each process binds and runs only its own device (hloc.interp.mpi_devices).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import numpy as np
 from .diagnostics import InputError
 from .inputs import InputArray, bind_arguments, flatten_leaves, load_outputs, save_npz
 
-__all__ = ["device_plan", "is_global_view", "bind_per_device", "fake_per_device",
+__all__ = ["device_plan", "is_global_view", "bind_per_device", "bind_device", "mpi_comm",
+           "fake_per_device",
            "devices_text", "devices_json", "save_device_outputs", "compare_devices"]
 
 
@@ -65,6 +67,36 @@ def bind_per_device(module, inputs: list[InputArray], n: int, *, positional: boo
                                                f"{i.label} [device {d}]", i.name, i.source)
                                     for i in inputs], positional=positional)
             for d in range(n)]
+
+
+def bind_device(module, inputs: list[InputArray], n: int, d: int, *,
+                positional: bool) -> list:
+    """Device d's argument list only (an MPI rank's share of bind_per_device)."""
+    for inp in inputs:
+        shape = np.shape(inp.value)
+        if not shape or shape[0] != n:
+            raise InputError(f"{inp.label}: shape {list(shape)} has no leading device axis of "
+                             f"size {n} (per-device inputs: entry [d] is device d's value)")
+    return bind_arguments(module, [InputArray(np.asarray(i.value)[d], f"{i.label} [device {d}]",
+                                              i.name, i.source) for i in inputs],
+                          positional=positional)
+
+
+_MPI_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS")
+
+
+def mpi_comm(env):
+    """MPI's world communicator when `env` (the CLI's environment) says this process is
+    one of several started by mpirun; else None."""
+    size = next((env[k] for k in _MPI_SIZE_VARS if k in env), None)
+    if size is None or not size.isdigit() or int(size) <= 1:
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise InputError("running under mpirun needs mpi4py (pip install 'hloc[mpi]', with "
+                         "the system's MPI)") from None
+    return MPI.COMM_WORLD
 
 
 def fake_per_device(module, n: int, *, seed: int, use_large_float_range: bool) -> list:
