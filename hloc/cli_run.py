@@ -295,6 +295,10 @@ def _run_mpi(m, comm, n, inputs, literals, positional, seed, use_large_float_ran
         click.echo(f"[rank {rank}] {e.render()}", err=True)
         comm.Abort(e.exit_code)
         raise SystemExit(e.exit_code)       # not reached: Abort ends the process
+    except Exception as e:                  # noqa: BLE001 - peers would wait forever
+        click.echo(f"[rank {rank}] internal error: {e!r}", err=True)
+        comm.Abort(4)
+        raise
     if rank != 0:
         return
     click.echo(f"execution time for runner Interpreter (MPI, {n} processes): {dt:g}s.",

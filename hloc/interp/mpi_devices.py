@@ -9,7 +9,9 @@ no ordering between ranks can deadlock) with the meeting's key, and checks that 
 arrives carries the same key (MPI keeps messages between two ranks in order, and every
 device of one SPMD program meets its peers in the same order). Values travel pickled
 (mpi4py's lowercase send/recv). The op semantics are hloc.interp.collectives', unchanged,
-so results are bit for bit those of the in-process run.
+so results are bit for bit those of the in-process run. A rank that finishes tells the
+others (`finish`), so ranks that do not meet fail with an error instead of hanging; a
+rank that fails aborts the MPI job (hloc run's MPI path).
 
 mpi4py is an optional extra (`pip install 'hloc[mpi]'` plus the system's MPI); this
 module imports it only when a run is under MPI.
@@ -21,6 +23,7 @@ from .devices import Device, DeviceError, device_count
 __all__ = ["MpiRendezvous", "run_rank"]
 
 _TAG = 17
+_DONE = ("<done>",)
 
 
 class MpiRendezvous:
@@ -39,6 +42,10 @@ class MpiRendezvous:
             if d == me:
                 continue
             their_key, their_value = self.comm.recv(source=d, tag=_TAG)
+            if their_key == _DONE:
+                raise DeviceError(f"device {d} finished without reaching {inst.opcode} "
+                                  f"%{inst.name} (execution {occurrence + 1}) that device "
+                                  f"{me} waits at")
             if their_key != key:
                 raise DeviceError(f"device {me} is at {inst.opcode} %{inst.name} (execution "
                                   f"{occurrence + 1}) but device {d} sent for %{their_key[0]} "
@@ -48,8 +55,21 @@ class MpiRendezvous:
             r.wait()
         return [values[d] for d in group]
 
-    def finish(self, device: int, error: BaseException | None = None) -> None:
-        """Nothing to do: a failing rank aborts the MPI job (see run_rank's caller)."""
+    def finish(self, me: int) -> None:
+        """Tell every other rank this one is done and hear that they are: a rank still
+        waiting at a collective for this one gets the marker and fails instead of
+        hanging; a collective message that arrives here instead fails this rank."""
+        requests = [self.comm.isend((_DONE, None), dest=d, tag=_TAG)
+                    for d in range(self.count) if d != me]
+        for d in range(self.count):
+            if d == me:
+                continue
+            key, _ = self.comm.recv(source=d, tag=_TAG)
+            if key != _DONE:
+                raise DeviceError(f"device {me} finished while device {d} is at %{key[0]} "
+                                  f"(execution {key[1] + 1})")
+        for r in requests:
+            r.wait()
 
 
 def run_rank(module, args: list, comm, *, seed: int = 42):
@@ -61,6 +81,8 @@ def run_rank(module, args: list, comm, *, seed: int = 42):
     if size != R * P:
         raise DeviceError(f"{size} MPI processes for {R * P} devices (replica_count={R} x "
                           f"num_partitions={P}); run mpirun -n {R * P}")
-    device = Device(rank // P, rank % P, R, P, MpiRendezvous(comm))
+    rv = MpiRendezvous(comm)
+    device = Device(rank // P, rank % P, R, P, rv)
     value = Interpreter(module, seed=seed, device=device).run(args)
+    rv.finish(rank)
     return comm.gather(value, root=0)
