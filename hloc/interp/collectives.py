@@ -81,9 +81,6 @@ def _needs(inst, ctx, group, count: int) -> None:
         raise _malformed(inst, ctx)
 
 
-_check_shards = _needs
-
-
 def _fold(inst, ctx, arrays):
     """Reduce `arrays` (one per participant, group order) with to_apply."""
     comp = inst.attrs["to_apply"]
@@ -128,7 +125,7 @@ def _eval_all_gather(inst, operands, ctx):
     start = inst.opcode == "all-gather-start"
     out = _tuple_elements(inst, ctx, 2)[1] if start else inst.shape
     group = _group(inst, ctx)
-    _check_shards(inst, ctx, group, _shards(inst, ctx, _leaves(out), gather=True))
+    _needs(inst, ctx, group, _shards(inst, ctx, _leaves(out), gather=True))
     (dim,) = tuple(inst.attrs.get("dimensions") or (0,))
     values = ctx.exchange(inst, group, tuple(operands))
     gathered = _same(inst, ctx, [np.concatenate([v[i] for v in values], axis=dim)
@@ -141,7 +138,7 @@ def _eval_all_gather(inst, operands, ctx):
 @evaluates("reduce-scatter")
 def _eval_reduce_scatter(inst, operands, ctx):
     group = _group(inst, ctx)
-    _check_shards(inst, ctx, group, _shards(inst, ctx, _leaves(inst.shape), gather=False))
+    _needs(inst, ctx, group, _shards(inst, ctx, _leaves(inst.shape), gather=False))
     (dim,) = tuple(inst.attrs.get("dimensions") or (0,))
     k = group.index(ctx.device.id)
     reduced = _all_reduce_values(inst, ctx, operands)
