@@ -1,6 +1,6 @@
 """Multi-device dumps: mesh-axes replica groups, N devices in one process, global views.
 
-testdata/multidevice holds six JAX programs run by XLA on 4 CPU devices
+testdata/multidevice holds seven JAX programs run by XLA on 4 CPU devices
 (tools/gen_multidevice.py): before dumps must give JAX's global outputs from the global
 inputs, after dumps JAX's per-device outputs from the per-device inputs. Group-mode
 semantics are checked on small modules with values worked out by hand from XLA's rules.
@@ -26,7 +26,7 @@ from corpus import TESTDATA, XLA, needs_corpus, xla_manifest
 
 MD = TESTDATA / "multidevice"
 PROGRAMS = ["pmap_collectives", "shard_map_collectives", "dp_mlp_step", "mesh2d_matmul",
-            "fsdp_layer", "shard_map_partial"]
+            "fsdp_layer", "shard_map_partial", "shard_map_2d"]
 TOL = dict(rtol=1e-5, atol=1e-6)
 
 

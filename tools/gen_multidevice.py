@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "testdata" / "multidevice"
 DEVICES = 4
 PROGRAMS = ("pmap_collectives", "shard_map_collectives", "dp_mlp_step", "mesh2d_matmul",
-            "fsdp_layer", "shard_map_partial")
+            "fsdp_layer", "shard_map_partial", "shard_map_2d")
 
 
 def _programs():
@@ -136,6 +136,24 @@ def _programs():
         w = rng.standard_normal((6, 4), np.float32)
         return fn, (jax.device_put(x, NamedSharding(mesh, P("data", None))),
                     jax.device_put(w, NamedSharding(mesh, P(None, "model"))))
+
+    def shard_map_2d():
+        """Collectives over one axis, the other, and both of a 2x2 a x b mesh."""
+        mesh = Mesh(np.array(devs).reshape(2, 2), ("a", "b"))
+
+        def body(x):
+            s = jax.lax.psum(x, "a")
+            g = jax.lax.all_gather(x, "b", axis=1, tiled=True)
+            p = jax.lax.ppermute(x, "a", [(0, 1), (1, 0)])
+            m = jax.lax.pmax(x, ("a", "b"))
+            t = jax.lax.all_to_all(x, "b", 1, 0, tiled=True)
+            i = (jax.lax.axis_index("a") * 10 + jax.lax.axis_index("b")).astype(x.dtype)
+            return s, g, p, m, t, x * 0 + i
+        spec = P("a", "b")
+        fn = jax.jit(shard_map(body, mesh=mesh, in_specs=spec, out_specs=(spec,) * 6),
+                     keep_unused=True)
+        x = rng.standard_normal((4, 8), np.float32)
+        return fn, (jax.device_put(x, NamedSharding(mesh, spec)),)
 
     return locals()
 
