@@ -258,7 +258,7 @@ def _multi_device_files() -> list[str]:
 NOT_RUN = {
     "0139_raggedalltoallwithreplicagroups.hlo": "out of bounds",   # random fake offsets
     "0141_raggedalltoall.hlo": "out of bounds",
-    "0140_raggedalltoallwithcollectivedevicelist.hlo": "8 updates for 4 participants",
+    "0140_raggedalltoallwithcollectivedevicelist.hlo": "out of bounds",
     "0145_collectivepermuteinplaceupdate.hlo": "in-place (4-operand) form",
     "0146_collectivepermuteinplaceupdate3d.hlo": "in-place (4-operand) form",
     "0147_collectivepermuteinplaceupdatemultiplereadwrite.hlo": "in-place (4-operand) form",
@@ -418,3 +418,22 @@ def test_corpus_module_gives_xla_results_on_every_device(name):
         got = [hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
                for a in flatten_leaves(r, m.entry.root.shape)]
         assert got == want["digests"][d], f"device {d}"
+
+
+def test_ragged_all_to_all_with_two_updates_per_peer():
+    text = """HloModule m, replica_count=2
+ENTRY e { x = f32[4] parameter(0)
+  o = f32[6] parameter(1)
+  io = s64[4] parameter(2)
+  sz = s64[4] constant({1, 1, 2, 0})
+  oo = s64[4] parameter(3)
+  ROOT r = f32[6] ragged-all-to-all(x, o, io, sz, oo, sz), replica_groups={{0,1}} }"""
+    m = hloc.parse(text)
+    x = [np.array([1, 2, 3, 4], np.float32), np.array([10, 20, 30, 40], np.float32)]
+    o = np.full(6, -1, np.float32)
+    # device d sends: to peer 0 rows [io[0]] and [io[1]]; to peer 1 rows io[2]:+2 (and nothing)
+    io = np.array([0, 3, 1, 0], np.int64)
+    oo = [np.array([0, 1, 0, 0], np.int64), np.array([2, 3, 4, 5], np.int64)]
+    out = run_devices(m, [[x[d], o, io, oo[d]] for d in range(2)])
+    assert out[0].tolist() == [1, 4, 10, 40, -1, -1]
+    assert out[1].tolist() == [2, 3, -1, -1, 20, 30]

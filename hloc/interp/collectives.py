@@ -171,8 +171,9 @@ def _eval_collective_broadcast(inst, operands, ctx):
 @evaluates("ragged-all-to-all")
 def _eval_ragged_all_to_all(inst, operands, ctx):
     """Operands (input, output, input_offsets, send_sizes, output_offsets, recv_sizes):
-    sender j's update k (rows [in_off[k], +size[k]) of its input) lands in participant k's
-    output at row out_off[k]; the rest of `output` stays."""
+    with `per` updates per peer, a sender's update u (rows [in_off[u], +size[u]) of its
+    input) lands in participant u // per's output at row out_off[u] (XLA's ragged
+    all-to-all kernels); the rest of `output` stays."""
     if len(operands) != 6 or np.ndim(operands[0]) == 0:
         raise _malformed(inst, ctx)
     data, output, in_off, sizes, out_off = operands[:5]
@@ -181,14 +182,13 @@ def _eval_ragged_all_to_all(inst, operands, ctx):
     group = _group(inst, ctx)
     me = group.index(ctx.device.id)
     count = len(np.asarray(in_off))
-    if len(group) > 1 and count != len(group):
-        raise ctx.unsupported(inst, f"ragged-all-to-all with {count} updates for "
-                                    f"{len(group)} participants (one update per peer only)")
+    if count % len(group):
+        raise _malformed(inst, ctx)
+    per = count // len(group)          # update i to peer j is entry j * per + i (XLA)
     sent = ctx.exchange(inst, group, (data, in_off, sizes, out_off))
     out = np.array(output)
     for src, i_off, n_rows, o_off in sent:
-        mine = range(count) if len(group) == 1 else [me]
-        for u in mine:
+        for u in range(me * per, (me + 1) * per):
             i, n, o = (int(np.asarray(x).astype(np.int64)[u]) for x in (i_off, n_rows, o_off))
             if n < 0 or i < 0 or o < 0 or i + n > src.shape[0] or o + n > out.shape[0]:
                 raise ctx.unsupported(inst, f"ragged-all-to-all update of {n} rows from row "
