@@ -42,8 +42,9 @@ class Backend:
     def execute_devices(self, prepared, args_per_device: list) -> list:
         """One result per device; a back end without multi-device support says so."""
         from .diagnostics import UnsupportedError
-        raise UnsupportedError(f"unsupported: back end {self.name!r} runs one device, the "
-                               f"module {len(args_per_device)}")
+        raise UnsupportedError(f"unsupported: back end {self.name!r} runs one device; the "
+                               f"module needs {len(args_per_device)} (--backend interpreter "
+                               f"runs them)")
 
 
 class InterpreterBackend(Backend):
