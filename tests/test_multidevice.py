@@ -7,6 +7,7 @@ semantics are checked on small modules with values worked out by hand from XLA's
 """
 from __future__ import annotations
 
+import collections
 import json
 import re
 import subprocess
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 import hloc
-from hloc.diagnostics import UnsupportedError
+from hloc.diagnostics import HlocError, UnsupportedError
 from hloc.interp import Interpreter
 from hloc.interp.devices import DeviceError, run_devices
 from hloc.inputs import flatten_leaves
@@ -437,3 +438,52 @@ ENTRY e { x = f32[4] parameter(0)
     out = run_devices(m, [[x[d], o, io, oo[d]] for d in range(2)])
     assert out[0].tolist() == [1, 4, 10, 40, -1, -1]
     assert out[1].tolist() == [2, 3, -1, -1, 20, 30]
+
+
+@pytest.mark.parametrize("name", ["shard_map_2d", "fsdp_layer", "shard_map_collectives"])
+def test_mutated_groups_and_counts_never_crash_or_hang(name):
+    """Untrusted input, run unverified on 4 devices: replica groups, permute pairs, mesh
+    groups and num_partitions mutated; each run ends ok or with a clean hloc error."""
+    text = (MD / f"{name}.after_optimizations.hlo").read_text()
+    ins, _ = _npz(MD / f"{name}.devices.npz")
+    rng = np.random.default_rng(7)
+    spots = [m.span() for m in re.finditer(r"\{\{[0-9,{}]*\}\}|mesh\[[^\]]*\] \{[^}]*\}|"
+                                          r"num_partitions=\d+|dimensions=\{\d\}", text)]
+    outcomes = collections.Counter()
+    for _ in range(120):
+        a, b = spots[rng.integers(len(spots))]
+        old = text[a:b]
+        if old.startswith("num_partitions"):
+            new = f"num_partitions={rng.choice([1, 2, 3, 4, 8])}"
+        elif old.startswith("dimensions"):
+            new = f"dimensions={{{rng.integers(0, 3)}}}"
+        elif old.startswith("mesh"):
+            new = rng.choice(["mesh['a'=2,'b'=2] {'b'}", "mesh['a'=4] {'a':(1)2}",
+                              "mesh['a'=2,'b'=4] {'a'}", "mesh['x'=4] {'x'}"])
+        else:
+            ids = [int(i) for i in rng.permutation(4)]
+            k = int(rng.integers(1, 5))
+            groups = [ids[i:i + k] for i in range(0, 4, k)]
+            if rng.random() < 0.3:
+                groups[0][0] = int(rng.integers(0, 6))
+            new = "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in groups) + "}"
+        mutant = text[:a] + new + text[b:]
+        box = {}
+
+        def go():
+            try:
+                m = hloc.parse(mutant)
+                n = m.attrs.get("num_partitions") or 1
+                run_devices(m, [[x[d % 4] for x in ins] for d in range(n)])
+                box["k"] = "ok"
+            except HlocError as e:
+                box["k"] = type(e).__name__
+            except Exception as e:          # noqa: BLE001 - the test reports it
+                box["k"] = f"crash: {e!r}"
+        t = threading.Thread(target=go, daemon=True)
+        t.start()
+        t.join(60)
+        kind = box.get("k", "hang")
+        assert kind != "hang" and not kind.startswith("crash"), (kind, old, new)
+        outcomes[kind] += 1
+    assert outcomes["ok"] and len(outcomes) > 1

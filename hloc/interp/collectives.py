@@ -32,10 +32,12 @@ def _leaves(shape) -> list:
 
 
 def _malformed(inst, ctx):
-    """What XLA's verifier rejects (shapes that do not fit the operands) never runs."""
+    """What XLA's verifier rejects (shapes that do not fit the operands, pairs that are
+    not pairs) never runs."""
     shapes = ", ".join(str(o.shape) for o in inst.operands)
     return ctx.unsupported(inst, f"{inst.opcode} with result shape {inst.shape} for "
-                                 f"operands ({shapes}), which XLA's verifier rejects")
+                                 f"operands ({shapes}) and these attributes, which XLA's "
+                                 f"verifier rejects")
 
 
 def _tuple_elements(inst, ctx, count: int) -> list:
@@ -65,8 +67,12 @@ def _same(inst, ctx, values, shape):
 
 
 def _group(inst, ctx) -> list[int]:
+    return _group_call(inst, ctx, _participants)
+
+
+def _group_call(inst, ctx, fn):
     try:
-        return _participants(inst, ctx.device)
+        return fn(inst, ctx.device)
     except DeviceError as e:       # located at the instruction
         raise DeviceError(f"{e.message} (instruction %{inst.name})",
                           ctx.unsupported(inst, "").loc) from None
@@ -200,8 +206,11 @@ def _eval_ragged_all_to_all(inst, operands, ctx):
 def _permute(inst, ctx, operand, out_shape):
     if inst.attrs.get("slice_sizes") is not None or len(inst.operands) == 4:
         raise ctx.unsupported(inst, f"{inst.opcode} in its in-place (4-operand) form")
-    line, source, _ = permute_peers(inst, ctx.device)
-    ids = [i for p in inst.attrs.get("source_target_pairs") or () for i in p]
+    pairs = inst.attrs.get("source_target_pairs") or ()
+    if any(len(p) != 2 or min(p) < 0 for p in pairs):
+        raise _malformed(inst, ctx)
+    line, source, _ = _group_call(inst, ctx, permute_peers)
+    ids = [i for p in pairs for i in p]
     if ids and max(ids) >= len(line):
         _needs(inst, ctx, line, max(ids) + 1)
     values = ctx.exchange(inst, line, operand)
