@@ -487,3 +487,41 @@ def test_mutated_groups_and_counts_never_crash_or_hang(name):
         assert kind != "hang" and not kind.startswith("crash"), (kind, old, new)
         outcomes[kind] += 1
     assert outcomes["ok"] and len(outcomes) > 1
+
+
+@pytest.mark.parametrize("name", ["pmap_collectives", "shard_map_collectives",
+                                  "shard_map_partial"])
+def test_mutated_manual_regions_never_crash_or_hang(name):
+    """Before dumps with their Shardy attributes and shapes mutated: verified, then run;
+    ok or a clean hloc error, never a crash or hang."""
+    from hloc.verifier import verify
+    text = (MD / f"{name}.before_optimizations.hlo").read_text()
+    ins, _ = _npz(MD / f"{name}.npz")
+    rng = np.random.default_rng(3)
+    spots = [m.span() for m in re.finditer(r'\\"[a-z]+\\"|\{\}|"[a-z]+"=\d|f32\[\d+,\d+\]', text)]
+    choices = ['\\"x\\"', '\\"i\\"', '\\"data\\"', '\\"zz\\"', "{}", '{\\"x\\", \\"x\\"}',
+               '"x"=2', '"i"=8', '"data"=3', "f32[2,3]", "f32[1,3]", "f32[8,2]"]
+    outcomes = collections.Counter()
+    for _ in range(150):
+        mutant = text
+        for _ in range(int(rng.integers(1, 3))):
+            a, b = spots[rng.integers(len(spots))]
+            mutant = mutant[:a] + str(rng.choice(choices)) + mutant[b:]
+        box = {}
+
+        def go():
+            try:
+                m = hloc.parse(mutant)
+                verify(m)
+                box["k"] = "ok" if Interpreter(m).run(ins) is not None else ""
+            except HlocError as e:
+                box["k"] = type(e).__name__
+            except Exception as e:          # noqa: BLE001 - the test reports it
+                box["k"] = f"crash: {e!r}"
+        t = threading.Thread(target=go, daemon=True)
+        t.start()
+        t.join(60)
+        kind = box.get("k", "hang")
+        assert kind != "hang" and not kind.startswith("crash"), kind
+        outcomes[kind] += 1
+    assert len(outcomes) > 1

@@ -131,6 +131,11 @@ def _global_to_local(inst, operands, ctx):
                                         f"{mesh.axes}")
         outs.append(PerShard([x[_blocks(mesh, sh, x.shape, c, manual)].copy()
                               for c in coords]))
+    declared = list(inst.shape.elements) if hasattr(inst.shape, "elements") else [inst.shape]
+    for v, leaf in zip(outs, declared):
+        if v.shards[0].shape != tuple(leaf.dims):
+            raise ctx.unsupported(inst, f"blocks of shape {list(v.shards[0].shape)} for a "
+                                        f"declared {leaf}")
     return tuple(outs) if len(outs) > 1 else outs[0]
 
 
@@ -141,13 +146,22 @@ def _local_to_global(inst, operands, ctx):
     coords = _coords(mesh)
     leaves = list(inst.shape.elements) if len(operands) > 1 or hasattr(
         inst.shape, "elements") else [inst.shape]
+    if len(leaves) != len(operands):
+        raise ctx.unsupported(inst, f"LocalToGlobalShape of {len(operands)} values into "
+                                    f"{len(leaves)} results")
     outs = []
     for v, sh, leaf in zip(operands, shardings, leaves):
         if not isinstance(v, PerShard) or len(v.shards) != len(coords):
             raise ctx.unsupported(inst, "LocalToGlobalShape of a value that is not per-shard")
         out = np.zeros(leaf.dims, dtype=leaf.dtype.np)
+        if len(sh.dims) != out.ndim:
+            raise ctx.unsupported(inst, f"out sharding {sh.dims} for a rank-{out.ndim} result")
         for block, c in zip(v.shards, coords):
-            out[_blocks(mesh, sh, out.shape, c, manual)] = block
+            index = _blocks(mesh, sh, out.shape, c, manual)
+            if out[index].shape != np.shape(block):
+                raise ctx.unsupported(inst, f"a block of shape {list(np.shape(block))} where "
+                                            f"{sh.dims} leaves {list(out[index].shape)}")
+            out[index] = block
         outs.append(out)
     return tuple(outs) if hasattr(inst.shape, "elements") else outs[0]
 
