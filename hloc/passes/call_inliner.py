@@ -7,8 +7,10 @@ parameters bound to the call's operands, and the call is replaced by the clone o
 callee's root (ReplaceInstruction: metadata and sharding follow when the root has
 none). DCE then drops the computations nothing calls any more. With
 `single_call_site` (how XLA:CPU's pipeline runs it) only callees with exactly one call
-site are inlined. Calls inside asynchronous computations and calls whose callee runs on
-another execution thread stay. Composite calls are inlined (XLA keeps only the ones
+site are inlined. Calls inside asynchronous computations, calls whose callee runs on
+another execution thread, calls with a backend_config and calls whose frontend attribute
+`inlineable` is not "true" (FrontendAttributesAllowInlining; JAX marks shard_map/pmap
+manual-region bodies `inlineable="false"`) stay. Composite calls are inlined (XLA keeps only the ones
 named in `composites_to_preserve`, empty by default). Not implemented: domain updates.
 """
 from __future__ import annotations
@@ -56,12 +58,27 @@ class CallInliner(Pass):
                     continue
                 if self.single_call_site and call_sites[callee] != 1:
                     continue
+                if not _allows_inlining(inst):
+                    continue
                 inline_call(inst, editor)
                 changed = True
             editor.flush()
         if changed:
             run_dce(module)
         return changed
+
+
+def _allows_inlining(call: Instruction) -> bool:
+    """No backend_config, and frontend attribute `inlineable` absent or "true"."""
+    from ..verify.text_attrs import frontend_attributes
+    config = call.attrs.get("backend_config")
+    if (getattr(config, "text", config) or "") not in ("", "{}"):
+        return False
+    fe = call.attrs.get("frontend_attributes")
+    if fe is None:
+        return True
+    return (frontend_attributes(getattr(fe, "text", fe)) or {}).get("inlineable",
+                                                                       "true") == "true"
 
 
 def inline_call(call: Instruction, removal: Removal) -> Instruction:

@@ -388,3 +388,10 @@ def parse_value(kind_name: str, text: str):
 def format_value(kind_name: str, value) -> str:
     """Print `value` of attribute kind `kind_name` the way XLA does."""
     return KINDS[kind_name].format(value)
+
+
+# Mesh-axes replica groups (`mesh['x'=4] {'x'}`) extend the replica_groups kind.
+from . import device_groups as _device_groups  # noqa: E402
+
+_register("replica_groups", _whole(_device_groups._p_replica_groups),
+          _device_groups._f_replica_groups)
