@@ -155,10 +155,15 @@ Exit status: 0 ok, 1 mismatch with --expected, 2 bad input or parse/verify error
               help="Print the whole result as one XLA literal, however large.")
 @click.option("--print-literals", is_flag=True,
               help="Also print the arguments as '** Argument i **' blocks.")
+@click.option("--devices", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Devices to run on: default replica_count x num_partitions (1 for a "
+                   "global-view, before-partitioning module); 1 runs the module once as "
+                   "written. With N > 1, inputs, --output and --expected arrays have a "
+                   "leading device axis.")
 @click.option("--no-verify", is_flag=True, help="Skip the HLO verifier.")
 def run(module, pick, inputs, positional, literals, seed, use_large_float_range, backend,
-        numerics, hlo_opt, threads, iterations, output, expected, abs_error_bound, rel_error_bound,
-        as_json, print_values, print_all, print_literals, no_verify):
+        numerics, hlo_opt, threads, iterations, output, expected, abs_error_bound,
+        rel_error_bound, as_json, print_values, print_all, print_literals, devices, no_verify):
     import json
 
     from .cli_common import cli_progress, load_modules
@@ -176,24 +181,40 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
             from .verifier import verify
             with progress.phase("verify"):
                 verify(m)
+        import os
+
+        from . import multidevice as md
+        n = md.device_plan(m, devices)
+        comm = md.mpi_comm(os.environ)
+        if comm is not None:
+            from .cli_devices import run_mpi
+            return run_mpi(m, comm, n, inputs, literals, positional, seed,
+                            use_large_float_range, output, as_json, print_values, print_all,
+                            expected, abs_error_bound, rel_error_bound)
         if inputs or literals:
             read = read_inputs(inputs, literals)
             if positional and any(i.name is not None for i in read):
                 pairs = ", ".join(f"{p.name} <- {i.name if i.name is not None else i.label}"
                                   for p, i in zip(m.entry.parameters, read))
                 click.echo(f"hloc run: --positional: binding in file order: {pairs}", err=True)
-            args = bind_arguments(m, read, positional=positional)
+            args = (md.bind_per_device(m, read, n, positional=positional) if n > 1 else
+                    bind_arguments(m, read, positional=positional))
         else:
             from .fake_args import make_fake_arguments
             with progress.phase("fake arguments"):
-                args = make_fake_arguments(m, seed=seed,
+                args = (md.fake_per_device(m, n, seed=seed,
                                            use_large_float_range=use_large_float_range)
+                        if n > 1 else make_fake_arguments(
+                            m, seed=seed, use_large_float_range=use_large_float_range))
         if backend == "cpu":
             from .cli_backend import configure_cpu
             configure_cpu(numerics=numerics, opt=hlo_opt, threads=threads)
         runner = get_backend(backend).runner_name
         if print_literals and not as_json:
-            click.echo(argument_text(m, args, print_all=print_all))
+            for d, a in enumerate(args if n > 1 else [args]):
+                if n > 1:
+                    click.echo(f"** device {d} arguments **")
+                click.echo(argument_text(m, a, print_all=print_all))
 
         def before(i):
             if iterations != 1:
@@ -204,9 +225,14 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
 
         result = run_module(m, args, backend=backend, iterations=iterations, seed=seed,
                             before_iteration=before, after_iteration=after,
-                            progress=progress)
+                            progress=progress, devices=n)
     finally:
         progress.close()
+    if n > 1:
+        from .cli_devices import report_devices
+        report_devices(m, result, output, as_json, print_values or print_all, print_all,
+                        print_literals, runner, expected, abs_error_bound, rel_error_bound)
+        return
     if output:
         save_outputs(output, result.shape, result.value)
     if as_json:
@@ -224,3 +250,4 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
         click.echo(report, err=as_json)
         if not ok:
             raise SystemExit(1)
+

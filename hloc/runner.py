@@ -18,7 +18,8 @@ import numpy as np
 
 from .diagnostics import InputError
 from .inputs import flatten_leaves, save_npz
-from .ir.literal import TEXT_ROWS_MAX, TRUNCATE_AT, literal_to_string, text_rows
+from .ir.literal import TEXT_ROWS_MAX, TRUNCATE_AT
+from .syntax.literal_printer import literal_to_string, text_rows
 from .ir.shape import ArrayShape, TupleShape
 
 __all__ = ["BACKENDS", "Backend", "RunResult", "run_module", "result_text", "argument_text",
@@ -39,6 +40,13 @@ class Backend:
     def execute(self, prepared, args: list):
         raise NotImplementedError
 
+    def execute_devices(self, prepared, args_per_device: list) -> list:
+        """One result per device; a back end without multi-device support says so."""
+        from .diagnostics import UnsupportedError
+        raise UnsupportedError(f"unsupported: back end {self.name!r} runs one device; the "
+                               f"module needs {len(args_per_device)} (--backend interpreter "
+                               f"runs them)")
+
 
 class InterpreterBackend(Backend):
     name = "interpreter"
@@ -53,6 +61,10 @@ class InterpreterBackend(Backend):
 
     def execute(self, prepared, args: list):
         return prepared.run(args)
+
+    def execute_devices(self, prepared, args_per_device: list) -> list:
+        from .interp.devices import run_devices
+        return run_devices(prepared.module, args_per_device, seed=prepared.seed)
 
 
 BACKENDS: dict[str, Backend] = {"interpreter": InterpreterBackend()}
@@ -81,14 +93,16 @@ class RunResult:
     value: object            # the last iteration's result
     compile_s: float = 0.0
     run_s: list[float] = field(default_factory=list)
+    devices: int = 1         # > 1: `value` is a list, one result per device
 
 
 def run_module(module, args: list, *, backend: str = "interpreter", iterations: int = 1,
                seed: int = 42, before_iteration: Callable[[int], None] | None = None,
                after_iteration: Callable[[int, float], None] | None = None,
-               progress=None) -> RunResult:
+               progress=None, devices: int = 1) -> RunResult:
     """Prepare `module` on `backend` and run it `iterations` times on `args`;
-    `progress` (hloc.progress.Progress) gets the "compile" and "run" phases."""
+    `progress` (hloc.progress.Progress) gets the "compile" and "run" phases. With
+    `devices` > 1, `args` holds one argument list per device (hloc.multidevice)."""
     from .progress import NULL
     progress = progress or NULL
     impl = get_backend(backend)
@@ -97,13 +111,14 @@ def run_module(module, args: list, *, backend: str = "interpreter", iterations: 
     with progress.phase("compile", impl.name):
         prepared = impl.prepare(module, seed=seed)
     result = RunResult(module.name, impl.name, module.entry.root.shape, None,
-                       compile_s=time.perf_counter() - t0)
+                       compile_s=time.perf_counter() - t0, devices=devices)
     for i in range(iterations):
         if before_iteration is not None:
             before_iteration(i)
         t0 = time.perf_counter()
         with progress.phase("run", impl.name if iterations == 1 else f"{impl.name} #{i}"):
-            result.value = impl.execute(prepared, list(args))
+            result.value = (impl.execute(prepared, list(args)) if devices == 1 else
+                            impl.execute_devices(prepared, [list(a) for a in args]))
         dt = time.perf_counter() - t0
         result.run_s.append(dt)
         if after_iteration is not None:

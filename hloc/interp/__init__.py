@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from . import core                                                     # noqa: F401
 from . import conversions, numerics                                    # noqa: F401 (kernels)
-from . import elementwise, data_movement, reductions, linalg, rng      # noqa: F401 (register)
-from . import custom_calls, collectives                                # noqa: F401 (register)
+from . import elementwise, data_movement, reductions, sorting, linalg, rng  # noqa: F401
+from . import custom_calls, collectives, manual                        # noqa: F401 (register)
 from .core import TOKEN, EvalContext, Interpreter, evaluates, unsupported
 
 __all__ = ["Interpreter", "EvalContext", "TOKEN", "evaluates", "unsupported", "run_module"]

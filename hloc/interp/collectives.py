@@ -1,23 +1,20 @@
-"""Collectives, replica-id and partition-id on a single device.
+"""Collectives, replica-id and partition-id, on the devices of hloc.interp.devices.
 
-The interpreter runs one device: replica 0, partition 0 (flattened id 0), so replica-id
-and partition-id are u32 0. A collective is evaluated only when the group that device 0
-belongs to has exactly one participant; then XLA's semantics reduce to the identity:
-all-reduce (and its -start/-done halves) returns its operand(s) (a reduction over one
-participant applies no combiner), all-gather and reduce-scatter gather or split one shard,
-all-to-all exchanges one chunk with itself, collective-broadcast returns the operand,
-ragged-all-to-all copies each update's rows within the device, and collective-permute
-returns the operand when the pairs send device 0 to itself, zeros when none targets it.
-Participants are counted as XLA's CollectiveOpGroupMode says
-(hlo/ir/collective_op_group_mode.cc): no channel_id = cross-replica (groups of replica
-ids, empty = all replica_count replicas); a channel_id without use_global_device_ids
-= cross-partition for ops that lack the flag (all-to-all, ragged-all-to-all,
-collective-broadcast, collective-permute) and cross-replica-and-partition (replica group
-size x num_partitions) for those that have it; use_global_device_ids = flattened ids
-(empty = every device). The shapes count too (an all-gather whose result is k times its
-operand needs k participants). Anything needing more participants raises
-`ctx.unsupported` naming the op and how many devices it needs; so does the in-place
-(4-operand) collective-permute form, which is not implemented.
+Each device's interpreter knows its Device (replica, partition, counts; replica 0 of 1,
+partition 0 of 1 when run alone). A collective finds its participants as XLA does
+(devices.participants: the CollectiveOpGroupMode of channel_id / use_global_device_ids,
+replica groups in any form, empty = everyone), swaps values with them through
+`ctx.exchange` and applies the op's semantics to the values in group order: all-reduce
+folds them with `to_apply` in group order, all-gather concatenates along its dimension,
+reduce-scatter reduces then keeps this device's slice, all-to-all sends chunk j (or
+operand j) to participant j and concatenates what arrives, collective-broadcast takes the
+group's first device's value, collective-permute takes the value of the device whose
+source-target pair names this one (zeros when none), ragged-all-to-all copies each
+sender's rows to the offsets the sender names. The -start halves compute the result and
+the -done halves pass it on. A device alone (no rendezvous) runs only collectives whose
+groups hold just itself; others raise `unsupported` naming how many devices they need.
+Not implemented (unsupported, named): the in-place (4-operand) collective-permute and
+ragged-all-to-all with 2-D offsets.
 """
 from __future__ import annotations
 
@@ -26,46 +23,8 @@ import numpy as np
 from ..ir.shape import TupleShape
 from .core import evaluates
 from .data_movement import zero_value
-
-_HAS_GLOBAL_FLAG = frozenset({"all-reduce", "all-reduce-start", "all-gather",
-                              "all-gather-start", "reduce-scatter"})
-
-
-def _config(inst) -> tuple[int, int]:
-    comp = inst.parent
-    module = comp.parent if comp is not None else None
-    attrs = getattr(module, "attrs", None) or {}
-    return int(attrs.get("replica_count") or 1), int(attrs.get("num_partitions") or 1)
-
-
-def _group_of_device0(groups, everyone: int) -> int:
-    """Size of the replica group holding id 0 (`everyone` for empty groups)."""
-    if not groups:
-        return everyone
-    for g in groups:
-        if 0 in g:
-            return len(g)
-    return 0            # device 0 takes no part: XLA rejects such groups
-
-
-def participants(inst) -> int:
-    """How many devices take part in `inst`'s collective on device 0's group."""
-    replicas, partitions = _config(inst)
-    groups = getattr(inst.attrs.get("replica_groups"), "groups", ()) or ()
-    has_channel = inst.attrs.get("channel_id") is not None
-    if not has_channel:
-        return _group_of_device0(groups, replicas)
-    if inst.opcode not in _HAS_GLOBAL_FLAG:
-        return _group_of_device0(groups, partitions)
-    if inst.attrs.get("use_global_device_ids"):
-        return _group_of_device0(groups, replicas * partitions)
-    return _group_of_device0(groups, replicas) * partitions
-
-
-def _require_single(inst, ctx, needed: int) -> None:
-    if needed != 1:
-        raise ctx.unsupported(inst, f"{inst.opcode} needs {needed} devices (the interpreter "
-                                    "runs one: replica 0, partition 0)")
+from .devices import DeviceError, participants as _participants, permute_peers
+from .reductions import apply_computation
 
 
 def _leaves(shape) -> list:
@@ -73,10 +32,12 @@ def _leaves(shape) -> list:
 
 
 def _malformed(inst, ctx):
-    """What XLA's verifier rejects (shapes that do not fit the operands) never runs."""
+    """What XLA's verifier rejects (shapes that do not fit the operands, pairs that are
+    not pairs) never runs."""
     shapes = ", ".join(str(o.shape) for o in inst.operands)
     return ctx.unsupported(inst, f"{inst.opcode} with result shape {inst.shape} for "
-                                 f"operands ({shapes}), which XLA's verifier rejects")
+                                 f"operands ({shapes}) and these attributes, which XLA's "
+                                 f"verifier rejects")
 
 
 def _tuple_elements(inst, ctx, count: int) -> list:
@@ -105,15 +66,54 @@ def _same(inst, ctx, values, shape):
     return tuple(values) if isinstance(shape, TupleShape) else values[0]
 
 
-@evaluates("replica-id", "partition-id")
-def _eval_device_id(inst, operands, ctx):
-    return np.zeros((), dtype=np.uint32)
+def _group(inst, ctx) -> list[int]:
+    return _group_call(inst, ctx, _participants)
+
+
+def _group_call(inst, ctx, fn):
+    try:
+        return fn(inst, ctx.device)
+    except DeviceError as e:       # located at the instruction
+        raise DeviceError(f"{e.message} (instruction %{inst.name})",
+                          ctx.unsupported(inst, "").loc) from None
+
+
+def _needs(inst, ctx, group, count: int) -> None:
+    """A module run alone whose shapes or pairs imply `count` participants: say so as
+    for a group of `count` (the header may just lack replica_count/num_partitions)."""
+    if count != len(group):
+        if ctx.device.rendezvous is None and len(group) == 1:
+            ctx.exchange(inst, list(range(count)), None)      # raises "needs N devices"
+        raise _malformed(inst, ctx)
+
+
+def _fold(inst, ctx, arrays):
+    """Reduce `arrays` (one per participant, group order) with to_apply."""
+    comp = inst.attrs["to_apply"]
+    acc = np.array(arrays[0])
+    for x in arrays[1:]:
+        acc = np.array(apply_computation(ctx, comp, [acc, np.asarray(x)], acc.shape)[0])
+    return acc
+
+
+def _all_reduce_values(inst, ctx, operands):
+    values = ctx.exchange(inst, _group(inst, ctx), tuple(operands))
+    return [_fold(inst, ctx, [v[i] for v in values]) for i in range(len(operands))]
+
+
+@evaluates("replica-id")
+def _eval_replica_id(inst, operands, ctx):
+    return np.array(ctx.device.replica, dtype=np.uint32)
+
+
+@evaluates("partition-id")
+def _eval_partition_id(inst, operands, ctx):
+    return np.array(ctx.device.partition, dtype=np.uint32)
 
 
 @evaluates("all-reduce", "all-reduce-start")
 def _eval_all_reduce(inst, operands, ctx):
-    _require_single(inst, ctx, participants(inst))
-    return _same(inst, ctx, [np.array(v) for v in operands], inst.shape)
+    return _same(inst, ctx, _all_reduce_values(inst, ctx, operands), inst.shape)
 
 
 @evaluates("all-reduce-done", "all-gather-done", "collective-permute-done")
@@ -130,9 +130,12 @@ def _eval_done(inst, operands, ctx):
 def _eval_all_gather(inst, operands, ctx):
     start = inst.opcode == "all-gather-start"
     out = _tuple_elements(inst, ctx, 2)[1] if start else inst.shape
-    n = max(participants(inst), _shards(inst, ctx, _leaves(out), gather=True))
-    _require_single(inst, ctx, n)
-    gathered = _same(inst, ctx, [np.array(v) for v in operands], out)
+    group = _group(inst, ctx)
+    _needs(inst, ctx, group, _shards(inst, ctx, _leaves(out), gather=True))
+    (dim,) = tuple(inst.attrs.get("dimensions") or (0,))
+    values = ctx.exchange(inst, group, tuple(operands))
+    gathered = _same(inst, ctx, [np.concatenate([v[i] for v in values], axis=dim)
+                                 for i in range(len(operands))], out)
     if start:
         return (_same(inst, ctx, list(operands), inst.shape.elements[0]), gathered)
     return gathered
@@ -140,57 +143,82 @@ def _eval_all_gather(inst, operands, ctx):
 
 @evaluates("reduce-scatter")
 def _eval_reduce_scatter(inst, operands, ctx):
-    n = max(participants(inst), _shards(inst, ctx, _leaves(inst.shape), gather=False))
-    _require_single(inst, ctx, n)
-    return _same(inst, ctx, [np.array(v) for v in operands], inst.shape)
+    group = _group(inst, ctx)
+    _needs(inst, ctx, group, _shards(inst, ctx, _leaves(inst.shape), gather=False))
+    (dim,) = tuple(inst.attrs.get("dimensions") or (0,))
+    k = group.index(ctx.device.id)
+    reduced = _all_reduce_values(inst, ctx, operands)
+    return _same(inst, ctx, [np.split(r, len(group), axis=dim)[k] for r in reduced],
+                 inst.shape)
 
 
 @evaluates("all-to-all")
 def _eval_all_to_all(inst, operands, ctx):
-    split = 1 if inst.attrs.get("dimensions") else len(operands)
-    _require_single(inst, ctx, max(participants(inst), split))
-    return _same(inst, ctx, [np.array(v) for v in operands], inst.shape)
+    group = _group(inst, ctx)
+    n, k = len(group), group.index(ctx.device.id)
+    dims = inst.attrs.get("dimensions")
+    if dims:
+        (d,) = dims
+        if len(operands) != 1 or np.shape(operands[0])[d] % n:
+            raise _malformed(inst, ctx)
+        values = ctx.exchange(inst, group, tuple(np.split(operands[0], n, axis=d)))
+        return _same(inst, ctx, [np.concatenate([v[k] for v in values], axis=d)], inst.shape)
+    _needs(inst, ctx, group, len(operands))
+    values = ctx.exchange(inst, group, tuple(operands))
+    return _same(inst, ctx, [np.array(v[k]) for v in values], inst.shape)
 
 
 @evaluates("collective-broadcast")
 def _eval_collective_broadcast(inst, operands, ctx):
-    _require_single(inst, ctx, participants(inst))
-    return _same(inst, ctx, [np.array(v) for v in operands], inst.shape)
+    values = ctx.exchange(inst, _group(inst, ctx), tuple(operands))
+    return _same(inst, ctx, [np.array(v) for v in values[0]], inst.shape)
 
 
 @evaluates("ragged-all-to-all")
 def _eval_ragged_all_to_all(inst, operands, ctx):
     """Operands (input, output, input_offsets, send_sizes, output_offsets, recv_sizes):
-    with one participant every update k copies input rows [in_off[k], +size[k]) to
-    output rows [out_off[k], +size[k]) of the same device; the rest of `output` stays."""
+    with `per` updates per peer, a sender's update u (rows [in_off[u], +size[u]) of its
+    input) lands in participant u // per's output at row out_off[u] (XLA's ragged
+    all-to-all kernels); the rest of `output` stays."""
     if len(operands) != 6 or np.ndim(operands[0]) == 0:
         raise _malformed(inst, ctx)
     data, output, in_off, sizes, out_off = operands[:5]
-    lead = np.shape(in_off)[0] if np.ndim(in_off) == 2 else 1
-    _require_single(inst, ctx, max(participants(inst), lead))
+    if np.ndim(in_off) != 1:
+        raise ctx.unsupported(inst, "ragged-all-to-all with 2-D offsets")
+    group = _group(inst, ctx)
+    me = group.index(ctx.device.id)
+    count = len(np.asarray(in_off))
+    if count % len(group):
+        raise _malformed(inst, ctx)
+    per = count // len(group)          # update i to peer j is entry j * per + i (XLA)
+    sent = ctx.exchange(inst, group, (data, in_off, sizes, out_off))
     out = np.array(output)
-    for i, n, o in zip(*(np.asarray(v).astype(np.int64).reshape(-1)
-                         for v in (in_off, sizes, out_off))):
-        if n < 0 or i < 0 or o < 0 or i + n > data.shape[0] or o + n > out.shape[0]:
-            raise ctx.unsupported(inst, f"ragged-all-to-all update of {n} rows from row {i} "
-                                        f"to row {o} is out of bounds")
-        out[o:o + n] = data[i:i + n]
+    for src, i_off, n_rows, o_off in sent:
+        for u in range(me * per, (me + 1) * per):
+            i, n, o = (int(np.asarray(x).astype(np.int64)[u]) for x in (i_off, n_rows, o_off))
+            if n < 0 or i < 0 or o < 0 or i + n > src.shape[0] or o + n > out.shape[0]:
+                raise ctx.unsupported(inst, f"ragged-all-to-all update of {n} rows from row "
+                                            f"{i} to row {o} is out of bounds")
+            out[o:o + n] = src[i:i + n]
     return out
 
 
 def _permute(inst, ctx, operand, out_shape):
     if inst.attrs.get("slice_sizes") is not None or len(inst.operands) == 4:
         raise ctx.unsupported(inst, f"{inst.opcode} in its in-place (4-operand) form")
-    replicas, partitions = _config(inst)
-    devices = partitions if inst.attrs.get("channel_id") is not None else replicas
-    pairs = [tuple(p) for p in inst.attrs.get("source_target_pairs") or ()]
+    pairs = inst.attrs.get("source_target_pairs") or ()
+    if any(len(p) != 2 or min(p) < 0 for p in pairs):
+        raise _malformed(inst, ctx)
+    line, source, _ = _group_call(inst, ctx, permute_peers)
     ids = [i for p in pairs for i in p]
-    _require_single(inst, ctx, max([devices] + [i + 1 for i in ids]))
-    values = list(operand) if isinstance(operand, tuple) else [operand]
-    received = _same(inst, ctx, [np.array(v) for v in values], out_shape)
-    if (0, 0) in pairs:
-        return received
-    return zero_value(out_shape)          # no source sends to device 0
+    if ids and max(ids) >= len(line):
+        _needs(inst, ctx, line, max(ids) + 1)
+    values = ctx.exchange(inst, line, operand)
+    if source is None:
+        return zero_value(out_shape)
+    got = values[line.index(source)]
+    got = list(got) if isinstance(got, tuple) else [got]
+    return _same(inst, ctx, [np.array(v) for v in got], out_shape)
 
 
 @evaluates("collective-permute")
@@ -202,6 +230,7 @@ def _eval_collective_permute(inst, operands, ctx):
 @evaluates("collective-permute-start")
 def _eval_collective_permute_start(inst, operands, ctx):
     elems = _tuple_elements(inst, ctx, 2)
-    received = _permute(inst, ctx, operands[0], elems[1])
+    value = operands[0] if len(operands) == 1 else tuple(operands)   # combined: a tuple
+    received = _permute(inst, ctx, value, elems[1])
     rest = tuple(zero_value(e) for e in elems[2:])
-    return (operands[0], received) + rest
+    return (value, received) + rest

@@ -3,7 +3,7 @@
 Values are NumPy arrays (dtype = the element type's storage type from
 hloc.ir.dtypes, e.g. ml_dtypes.bfloat16 for bf16; 0-d arrays for scalars), Python
 tuples for tuple shapes, and TOKEN for tokens. Per-op semantics live in the registry
-(`OpDef.evaluate`, attached with `@evaluates(...)`); only the structural kinds that move
+(the "evaluate" facet, attached with `@evaluates(...)`, hloc.ops.facets); only the structural kinds that move
 values between computations are handled here, in one closed match.
 """
 from __future__ import annotations
@@ -12,7 +12,9 @@ import numpy as np
 
 from ..diagnostics import UnsupportedError
 from ..ir.module import Computation, Instruction, Module
-from ..ops import REGISTRY
+from ..ops import facets
+from ..ops.facets import evaluates  # noqa: F401  (re-exported for the kernels)
+from .devices import PerShard, run_per_shard
 
 
 _SIZES: dict = {}
@@ -39,16 +41,9 @@ class _Token:
 TOKEN = _Token()
 
 
-def evaluates(*opcodes):
-    """Decorator: `fn(inst, operands, ctx) -> value` becomes the ops' evaluation."""
-    def register(fn):
-        for op in opcodes:
-            opdef = REGISTRY[op]
-            if opdef.evaluate is not None:
-                raise ValueError(f"evaluation for {op} registered twice")
-            opdef.evaluate = fn
-        return fn
-    return register
+# `@evaluates(*opcodes)`: `fn(inst, operands, ctx) -> value` becomes the ops' evaluation
+# (the registry's "evaluate" facet).
+EVALUATIONS = facets.table("evaluate")
 
 
 class EvalContext:
@@ -67,6 +62,25 @@ class EvalContext:
     def unsupported(self, inst: Instruction, what: str) -> UnsupportedError:
         return unsupported(inst, what)
 
+    @property
+    def device(self):
+        """This run's hloc.interp.devices.Device (replica 0 of 1, partition 0 of 1 alone)."""
+        return self.interpreter.device
+
+    def exchange(self, inst: Instruction, group: list, value) -> list:
+        """Put `value` for collective `inst` among device ids `group`; every member's
+        value, in group order (devices.Rendezvous)."""
+        device = self.interpreter.device
+        if group == [device.id]:
+            return [value]
+        if device.rendezvous is None:
+            raise unsupported(inst, f"{inst.opcode} needs {len(group)} devices (the module "
+                                    f"declares replica_count={device.replicas}, num_partitions="
+                                    f"{device.partitions}; `hloc run` runs them all)")
+        n = self.interpreter.occurrences.get(id(inst), 0)
+        self.interpreter.occurrences[id(inst)] = n + 1
+        return device.rendezvous.exchange(inst, n, group, device.id, value)
+
 
 def unsupported(inst: Instruction, what: str | None = None) -> UnsupportedError:
     comp = inst.parent
@@ -82,9 +96,14 @@ class Interpreter:
     # killed by the system for memory).
     MAX_VALUE_BYTES = 4 << 30
 
-    def __init__(self, module: Module, *, seed: int = 42, max_value_bytes: int | None = None):
+    def __init__(self, module: Module, *, seed: int = 42, max_value_bytes: int | None = None,
+                 device=None):
+        from .devices import Device, device_count
         self.module = module
+        self.device = device or Device(0, 0, *device_count(module))
+        self.occurrences: dict[int, int] = {}
         self.max_value_bytes = max_value_bytes or self.MAX_VALUE_BYTES
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.ctx = EvalContext(self)
 
@@ -113,7 +132,10 @@ class Interpreter:
                 return env[id(inst.operands[0])][inst.attrs["index"]]
             case "call" | "fusion":
                 comp = inst.attrs.get("to_apply") or inst.attrs.get("calls")
-                return self.call(comp, [env[id(o)] for o in inst.operands])
+                args = [env[id(o)] for o in inst.operands]
+                if any(type(a) is PerShard for a in args):        # a manual region's body
+                    return run_per_shard(comp, args, module=self.module, seed=self.seed)
+                return self.call(comp, args)
             case "while":
                 state = env[id(inst.operands[0])]
                 cond, body = inst.attrs["condition"], inst.attrs["body"]
@@ -133,7 +155,7 @@ class Interpreter:
                                       else "false_computation"]
                     i = 0 if bool(selector) else 1
                 return self.call(comp, [env[id(inst.operands[i + 1])]])
-        fn = inst.opdef.evaluate
+        fn = EVALUATIONS.get(inst.opdef.name) or facets.get("evaluate", inst.opdef.name)
         if fn is None:
             why = inst.opdef.unsupported
             raise unsupported(inst, f"opcode {inst.opcode}" + (f": {why}" if why else ""))

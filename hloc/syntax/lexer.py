@@ -62,6 +62,8 @@ _SKIP_RE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
 # braces, a string, or a plain word not followed by brackets; else the general scanner.
 _FAST_ATTR_RE = re.compile(
     rf"""[ \t]*,[ \t]*({_IDENT})=(\{{(?:[^{{}}"']++|"(?:[^"\\]++|\\.)*+")*+\}}|"(?:[^"\\\n]++|\\.)*+"|[\w%.\-?>]++(?![\[{{(<=:"']))""")
+_MESH_GROUPS_RE = re.compile(
+    r"mesh\[(?:'[^'\n]*'|[^\]'\n])*\](?:\s*,\s*device_ids=\([^()\n]*\))?\s*\{(?:'[^'\n]*'|[^}'\n])*\}")
 _ATTR_START_RE = re.compile(rf",\s*(?:/\*.*?\*/\s*)*({_IDENT})=", re.S)
 _IDENT_RE = re.compile(rf"%?{_IDENT}")
 _NUMBER_RE = re.compile(
@@ -125,6 +127,10 @@ class Lexer:
         if pos >= self.end:
             raise self.error(f"expects a value for attribute {name}", pos)
         c = text[pos]
+        if c == "m":  # mesh-axes replica groups: mesh['x'=2], device_ids=(1,0) {'x'}
+            m = _MESH_GROUPS_RE.match(text, pos)
+            if m:
+                return m.end()
         if c in "{([":
             end = self.scan_balanced(pos)
             if c == "[":  # iota replica groups / device lists: [2,4]<=[8]T(1,0)

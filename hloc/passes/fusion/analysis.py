@@ -1,0 +1,242 @@
+"""Graph facts XLA's fusion decisions are made of, computed as XLA computes them.
+
+HloInstruction's IsElementwise, IsFusible, HasSideEffect and OperandElementUse (which
+follows fused computations, FusionReusesParamElements); HloComputation's
+MakeInstructionPostOrder; HloReachabilityMap (as ancestor bitsets); and
+FusionNodeIndexingEvaluation, kept up to date as producers are fused in, with its code
+duplication limit. Used by decisions.py (the rules) and instruction_fusion.py (the pass).
+"""
+from __future__ import annotations
+
+from ...ir.graph import operand_post_order, post_order
+from ...ir.rewriter import has_side_effect
+from ...ops.base import ELEMENTWISE
+
+# HloInstruction::UseKind, ordered as XLA orders it (the lattice meet is `min`).
+REUSE, PERMUTING, USE, NO_USE = 0, 1, 2, 3
+
+ALLOWED_CODE_DUPLICATION = 15      # FusionNodeIndexingEvaluation::kAllowedCodeDuplication
+
+# ElementalIrEmitter::OpInvalidatesCache: ops that open new basic blocks.
+_INVALIDATES_CACHE = frozenset({"concatenate", "dot", "dynamic-update-slice", "pad",
+                                "reduce", "reduce-window"})
+
+
+# ---------------------------------------------------------------------------
+# Shapes
+
+def is_array(shape) -> bool:
+    return hasattr(shape, "dims") and shape.dtype.is_array
+
+
+def true_rank(shape) -> int:
+    return sum(1 for d in shape.dims if d != 1) if is_array(shape) else 0
+
+
+def is_effective_scalar(shape) -> bool:
+    return is_array(shape) and true_rank(shape) == 0
+
+
+def elements(shape) -> int:
+    return sum(leaf.size for leaf in shape.leaves() if is_array(leaf))
+
+
+def byte_size(shape) -> int:
+    return sum(leaf.size * max(1, leaf.dtype.bits // 8)
+               for leaf in shape.leaves() if is_array(leaf))
+
+
+def is_complex(shape) -> bool:
+    return is_array(shape) and shape.dtype.is_complex
+
+
+def unique_users(inst) -> list:
+    # Users lists hold each user once (hloc.ir.module keeps them so on every mutation).
+    return list(inst.users)
+
+
+def unique_operands(inst) -> list:
+    seen, out = set(), []
+    for o in inst.operands:
+        if id(o) not in seen:
+            seen.add(id(o))
+            out.append(o)
+    return out
+
+
+def fused_computation(inst):
+    return inst.attrs.get("calls") if inst.opcode == "fusion" else None
+
+
+# ---------------------------------------------------------------------------
+# Per-instruction facts
+
+def is_elementwise(inst) -> bool:
+    """HloInstruction::IsElementwise()."""
+    op = inst.opcode
+    if op == "constant":      # HloConstantInstruction is elementwise (nullary)
+        return True
+    if op == "bitcast-convert":
+        return inst.shape.dtype.bits == inst.operands[0].shape.dtype.bits
+    if op == "map":
+        dims = inst.attrs.get("dimensions", ())
+        return not dims or tuple(dims) == tuple(range(len(inst.shape.dims)))
+    if op == "fusion":
+        comp = fused_computation(inst)
+        return inst.attrs.get("kind") == "kLoop" and all(
+            i.opcode == "parameter" or is_elementwise(i) for i in comp.instructions)
+    return ELEMENTWISE in inst.opdef.traits
+
+
+def is_elementwise_on_operand(inst, i: int) -> bool:
+    if inst.opcode == "dynamic-update-slice":
+        return i == 0
+    return is_elementwise(inst)
+
+
+def operand_element_use(inst, i: int) -> int:
+    """HloInstruction::OperandElementUse: how `inst` reads the elements of operand i."""
+    op = inst.opcode
+    if op == "bitcast":
+        a, b = inst.shape, inst.operands[0].shape
+        same = [d for d in a.dims if d != 1] == [d for d in b.dims if d != 1]
+        return USE if same else PERMUTING
+    if op in ("concatenate", "reshape", "reverse", "slice", "transpose"):
+        return PERMUTING
+    if op in ("pad", "reduce"):
+        n = len(inst.operands) // 2 if op == "reduce" else 1
+        return REUSE if i >= n else PERMUTING
+    if op == "fusion":
+        return _fusion_param_use(inst, i)
+    if op == "dot":
+        if len(inst.shape.dims) <= 1:
+            lhs, rhs = inst.operands[0].shape, inst.operands[1].shape
+            if (i == 0 and len(rhs.dims) <= 1) or (i == 1 and len(lhs.dims) <= 1):
+                return USE
+        return REUSE
+    if op == "dynamic-update-slice":
+        return USE if i in (0, 1) else REUSE
+    if op == "gather":
+        return USE if i == 0 else PERMUTING
+    return USE if is_elementwise(inst) else REUSE
+
+
+def _fusion_param_use(fusion, number: int) -> int:
+    """FusionReusesParamElements: the use of parameter `number` seen from the root."""
+    comp = fused_computation(fusion)
+    cache: dict[int, int] = {}
+    order = operand_post_order(comp.root)
+    for hlo in order:                       # operands before users: no recursion
+        if hlo.opcode == "parameter":
+            cache[id(hlo)] = USE if hlo.parameter_number == number else NO_USE
+            continue
+        value = NO_USE
+        for j, operand in enumerate(hlo.operands):
+            use = operand_element_use(hlo, j)
+            below = cache[id(operand)]
+            if use == NO_USE or below == NO_USE:
+                continue
+            value = min(value, use, below)
+        cache[id(hlo)] = value
+    return cache[id(comp.root)]
+
+
+def is_fusible(inst) -> bool:
+    """HloInstruction::IsFusible."""
+    op = inst.opcode
+    if op in ("domain", "parameter", "while", "conditional", "call"):
+        return False
+    if op in ("fusion", "map", "reduce", "reduce-window"):
+        return True
+    if op == "rng":
+        return len(unique_users(inst)) <= 1
+    return not has_side_effect(inst)
+
+
+# ---------------------------------------------------------------------------
+# Reachability (HloReachabilityMap) as ancestor bitsets
+
+class Reachability:
+    def __init__(self, post_order: list):
+        self.index = {id(inst): n for n, inst in enumerate(post_order)}
+        self.bits: dict[int, int] = {}
+        for n, inst in enumerate(post_order):
+            b = 1 << n
+            for o in inst.operands + inst.control_predecessors:
+                b |= self.bits.get(id(o), 0)
+            self.bits[id(inst)] = b
+
+    def reaches(self, a, b) -> bool:
+        """True when `a` is `b` or an (indirect) operand of it."""
+        ia, bb = self.index.get(id(a)), self.bits.get(id(b))
+        return ia is not None and bb is not None and bool(bb >> ia & 1)
+
+
+# ---------------------------------------------------------------------------
+# FusionNodeIndexingEvaluation: how often each fused value would be recomputed
+
+class IndexingEvaluation:
+    """FusionNodeIndexingEvaluation for one fusion node, kept up to date as producers
+    are fused in: how many distinct indices each fused value is computed for, where the
+    values a fusion operand feeds are keyed by that operand (as XLA keys them)."""
+
+    def __init__(self, fusion):
+        self.fusion = fusion
+        comp = fused_computation(fusion)
+        self.usage: dict[int, int] = {id(fusion): 1}
+        self.users: dict[int, set] = {id(comp.root): {id(fusion)}}
+        for inst in reversed(post_order(comp)):
+            if inst.opcode != "parameter":
+                self._add(inst)
+
+    def _add(self, inst) -> None:
+        users = self.users.setdefault(id(inst), set())
+        self.usage[id(inst)] = sum(self.usage[u] for u in users)
+        for operand in inst.operands:
+            key = operand
+            if operand.opcode == "parameter":
+                key = self.fusion.operands[operand.parameter_number]
+            target = self.users.setdefault(id(key), set())
+            if inst.opcode == "transpose" or _same_dims_layout(operand.shape, inst.shape):
+                target |= users          # the index is reused as it is
+            else:
+                target.add(id(inst))     # a new index is computed from it
+
+    def emitted(self, producer) -> int:
+        return sum(self.usage[u] for u in self.users.get(id(producer), ()))
+
+    def remove_operand(self, producer) -> set:
+        return self.users.pop(id(producer), set())
+
+    def fused(self, clone, users: set) -> None:
+        """`clone` replaced the fusion operand whose indexing users were `users`."""
+        self.users[id(clone)] = users
+        self._add(clone)
+
+
+def _same_dims_layout(a, b) -> bool:
+    if not (is_array(a) and is_array(b)):
+        return a == b
+    return a.dims == b.dims and (a.layout or None) == (b.layout or None)
+
+
+def real_user_count(inst) -> int:
+    """Users of `inst`, counting the users of the fused parameter for fusion users."""
+    n = 0
+    for u in unique_users(inst):
+        if u.opcode == "fusion":
+            i = u.operands.index(inst)
+            n += len(unique_users(fused_computation(u).parameters[i]))
+        else:
+            n += 1
+    return n
+
+
+def code_duplication_too_high(evaluation: IndexingEvaluation, producer) -> bool:
+    if producer.opcode == "broadcast":
+        return False
+    emitted = evaluation.emitted(producer)
+    if emitted > ALLOWED_CODE_DUPLICATION:
+        return True
+    return producer.opcode in _INVALIDATES_CACHE and \
+        (emitted > 1 or real_user_count(producer) > 1)

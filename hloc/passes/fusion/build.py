@@ -1,0 +1,152 @@
+"""Building fusions as XLA does, shared by the `fusion` and `fusion-wrapper` passes.
+
+`create_fusion` makes a fusion instruction whose computation holds a clone of the
+consumer (HloInstruction::CreateFusion), `fuse_producer` clones a producer into it in
+place of the producer's parameter (CloneAndAppendInstructionIntoCalledComputation,
+with XLA's re-creation of the shifted `param_<i>` parameters, so the numbering matches
+XLA's), `replace_with_fusion` puts the fusion in the consumer's place. `StorageOrder`
+and `computation_post_order` give modules the order XLA prints them in (callees before
+callers; instructions of unscheduled computations in MakeInstructionPostOrder order),
+and `fusible_computations` the computations InstructionFusion visits.
+"""
+from __future__ import annotations
+
+from ...ir.module import Computation, Instruction, Module
+from ...ir.graph import callers, computation_post_order, post_order, replace_instruction
+from ...ir.clone import clone_instruction
+from ...ir.rewriter import uniquer
+from ...ops import REGISTRY
+from .decisions import EMBEDDED_CALLERS
+
+
+# ---------------------------------------------------------------------------
+# Building fusion instructions (HloFusionInstruction / HloCallableInstruction)
+
+def _new_parameter(comp: Computation, number: int, shape) -> Instruction:
+    param = Instruction(uniquer(comp.parent).unique(f"param_{number}"),
+                        REGISTRY["parameter"], shape)
+    param.parameter_number = number
+    comp.add_instruction(param)
+    return param
+
+
+def _clone(inst: Instruction, comp: Computation) -> Instruction:
+    """A copy of `inst` (same name, made unique) without operands, added to `comp`."""
+    return clone_instruction(inst, comp, ())
+
+
+def _operand_parameter(fusion: Instruction, operand: Instruction) -> Instruction:
+    """The fused parameter for `operand`, adding an operand/parameter pair if needed."""
+    comp = fusion.attrs["calls"]
+    if operand in fusion.operands:          # identity: instructions have no __eq__
+        return comp.parameters[fusion.operands.index(operand)]
+    param = _new_parameter(comp, len(fusion.operands), operand.shape)
+    fusion.append_operand(operand)
+    return param
+
+
+def create_fusion(consumer: Instruction, kind: str, name: str,
+                  computation_name: str = "fused_computation") -> Instruction:
+    """A fusion instruction computing `consumer` (which it does not replace yet), placed
+    before it when the module is scheduled, else last (the pass sorts afterwards)."""
+    comp = consumer.parent
+    module = comp.parent
+    fused = Computation(uniquer(module).unique(computation_name))
+    fused.is_fusion_computation = True
+    fused.execution_thread = comp.execution_thread
+    module.add_computation(fused)
+    attrs = {"kind": kind, "calls": fused}
+    for key in ("metadata", "frontend_attributes"):
+        if key in consumer.attrs:
+            attrs[key] = consumer.attrs[key]
+    fusion = Instruction(uniquer(module).unique(name), REGISTRY["fusion"], consumer.shape,
+                         (), attrs)
+    root = _clone(consumer, fused)
+    for operand in consumer.operands:
+        root.append_operand(_operand_parameter(fusion, operand))
+    fused.set_root_instruction(root)
+    comp.add_instruction(fusion, before=consumer if module.is_scheduled() else None)
+    return fusion
+
+
+def replace_with_fusion(consumer: Instruction, fusion: Instruction) -> None:
+    """ReplaceInstruction(consumer, fusion), moving the consumer's control edges to the
+    fusion."""
+    consumer.move_control_deps_to(fusion)
+    replace_instruction(consumer, fusion)
+
+
+def fuse_producer(fusion: Instruction, producer: Instruction) -> Instruction:
+    """Clone `producer` into `fusion`'s computation in place of its parameter
+    (HloCallableInstruction::CloneAndAppendInstructionIntoCalledComputation)."""
+    comp = fusion.attrs["calls"]
+    clone = _clone(producer, comp)
+    k = fusion.operands.index(producer)
+    comp.parameters[k].replace_all_uses_with(clone)
+    comp.remove_parameter(k)
+    fusion.remove_operand(k)
+    names = uniquer(comp.parent)
+    for param in comp.parameters[k:]:   # XLA re-creates the shifted parameters
+        param.name = names.unique(f"param_{param.parameter_number}")
+    for operand in producer.operands:
+        clone.append_operand(_operand_parameter(fusion, operand))
+    return clone
+
+
+# ---------------------------------------------------------------------------
+# Orders as XLA keeps them
+
+class StorageOrder:
+    """XLA's instruction storage order for the computations a pass touches: the
+    instructions there were, then the ones added (in creation order)."""
+
+    def __init__(self):
+        self._before: dict[int, list] = {}
+        self._added: dict[int, list] = {}
+        self.comps: list[Computation] = []
+        self.fused: dict[int, Computation] = {}
+
+    def note(self, comp: Computation) -> None:
+        if id(comp) not in self._before:
+            self._before[id(comp)] = list(comp.instructions)
+            self._added[id(comp)] = []
+            self.comps.append(comp)
+
+    def added(self, comp: Computation, inst: Instruction) -> None:
+        self.note(comp)
+        self._added[id(comp)].append(inst)
+
+    def fused_changed(self, comp: Computation) -> None:
+        self.fused[id(comp)] = comp
+
+    def of(self, comp: Computation) -> list:
+        if id(comp) not in self._before:
+            return comp.instructions
+        return [i for i in self._before[id(comp)] + self._added[id(comp)]
+                if i.parent is comp]
+
+    def finish(self, module: Module) -> None:
+        """Put the module's computations (and, when it is not scheduled, the touched
+        computations' instructions) in the order XLA would print them."""
+        module.set_computation_order(computation_post_order(module, self.of))
+        for comp in self.fused.values():
+            comp.set_instruction_order(post_order(comp))
+        if module.is_scheduled():
+            return
+        for comp in self.comps:
+            comp.set_instruction_order(post_order(comp, self.of(comp)))
+
+
+def fusible_computations(module: Module) -> list[Computation]:
+    """Non-fusion computations whose callers are not scalar-body (embedded) callers."""
+    calls = callers(module)
+    out = []
+    for comp in computation_post_order(module):
+        first = calls.get(comp)
+        if comp.is_fusion_computation or (first and first[0].opcode == "fusion"):
+            comp.is_fusion_computation = True
+            continue
+        if first and first[0].opcode in EMBEDDED_CALLERS:
+            continue
+        out.append(comp)
+    return out

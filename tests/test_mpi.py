@@ -1,0 +1,83 @@
+"""`mpirun -n 4 hloc run after.hlo`: one device per process, results bit for bit those of
+the in-process run. Skipped when mpirun or mpi4py is missing (CI installs both: .ci/run)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hloc
+from corpus import ROOT, TESTDATA
+
+MD = TESTDATA / "multidevice"
+MPIRUN = shutil.which("mpirun")
+
+
+def _has_mpi4py() -> bool:
+    r = subprocess.run([sys.executable, "-c", "import mpi4py"], capture_output=True)
+    return r.returncode == 0
+
+
+pytestmark = pytest.mark.skipif(MPIRUN is None or not _has_mpi4py(),
+                                reason="mpirun or mpi4py missing")
+
+
+def _mpirun(n: int, args: list[str]):
+    version = subprocess.run([MPIRUN, "--version"], capture_output=True, text=True).stdout
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    flags = []
+    if "Open MPI" in version or "OpenRTE" in version:
+        flags = ["--oversubscribe"]
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return subprocess.run([MPIRUN, *flags, "-n", str(n), sys.executable, "-m", "hloc", "run",
+                           *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("name", ["shard_map_collectives", "dp_mlp_step"])
+def test_mpirun_gives_the_in_process_results_bit_for_bit(name, tmp_path):
+    f = str(MD / f"{name}.after_optimizations.hlo")
+    dev = str(MD / f"{name}.devices.npz")
+    r = _mpirun(4, [f, "--inputs", dev, "--expected", dev, "--output", str(tmp_path / "m.npz")])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("** device") == 4 and "outputs match on 4 devices" in r.stdout
+    inproc = subprocess.run([sys.executable, "-m", "hloc", "run", f, "--inputs", dev,
+                             "--output", str(tmp_path / "i.npz")], capture_output=True)
+    assert inproc.returncode == 0
+    for a, b in zip(hloc.load_outputs(tmp_path / "m.npz"), hloc.load_outputs(tmp_path / "i.npz")):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    # fake arguments: device d's are made with seed + d in both runs
+    r = _mpirun(4, [f, "--output", str(tmp_path / "mf.npz")])
+    inproc = subprocess.run([sys.executable, "-m", "hloc", "run", f, "--output",
+                             str(tmp_path / "if.npz")], capture_output=True)
+    assert r.returncode == 0 and inproc.returncode == 0
+    for a, b in zip(hloc.load_outputs(tmp_path / "mf.npz"),
+                    hloc.load_outputs(tmp_path / "if.npz")):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_mpirun_with_the_wrong_process_count_fails_without_hanging():
+    r = _mpirun(2, [str(MD / "fsdp_layer.after_optimizations.hlo")])
+    assert r.returncode != 0 and "the module runs on 4 devices" in r.stderr
+
+
+def test_ranks_that_do_not_meet_fail_without_hanging(tmp_path):
+    add = "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT c = f32[] add(a, b) }"
+    text = f"""HloModule m, num_partitions=2
+{add}
+t {{ a = f32[2] parameter(0)
+ ROOT r = f32[2] all-reduce(a), channel_id=1, replica_groups={{{{0,1}}}},
+   use_global_device_ids=true, to_apply=add }}
+f {{ ROOT a = f32[2] parameter(0) }}
+ENTRY e {{ x = f32[2] parameter(0)
+ p = u32[] partition-id()
+ z = u32[] constant(0)
+ c = pred[] compare(p, z), direction=EQ
+ ROOT r = f32[2] conditional(c, x, x), true_computation=t, false_computation=f }}"""
+    f = tmp_path / "m.hlo"
+    f.write_text(text)
+    r = _mpirun(2, [str(f)])
+    assert r.returncode != 0 and "finished without reaching all-reduce" in r.stderr, r.stderr
