@@ -1,0 +1,349 @@
+"""`hloc replay`: run_hlo_module's command line over hloc.replay and hloc.replay_batch.
+
+One file prints run_hlo_module's console lines; several files (a dump directory, a glob)
+print a results table (or `--json` lines), optionally in `--jobs N` processes.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from .diagnostics import InputError
+
+
+def _translate(command: click.Command, args: list[str]) -> list[str]:
+    from .xla_flags import Options, translate
+    return translate("replay", list(args), Options(command))
+
+
+class ReplayCommand(click.Command):
+    """Accepts run_hlo_module's underscore spellings (hloc.xla_flags)."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, _translate(self, args))
+
+
+def backend_for_platform(value: str | None, flag: str) -> str | None:
+    """run_hlo_module's platform name -> hloc back end (None: no run)."""
+    from .runner import BACKENDS
+    from .xla_flags import PENDING, PLATFORMS, FlagError
+    if value is None or value.lower() in ("", "none"):
+        return None
+    v = value.lower()
+    if v == "default":
+        v = "interpreter"
+    backend = PLATFORMS.get(v, v if v in BACKENDS else None)
+    if backend is None:
+        raise FlagError(f"--{flag}: unknown platform {value!r} (hloc knows: "
+                        f"{', '.join(sorted(set(PLATFORMS) | set(BACKENDS)))})")
+    if backend not in BACKENDS:
+        raise FlagError(f"--{flag}: {value}: {PENDING.get(backend, 'no such back end in hloc')}")
+    return backend
+
+
+def default_test_platform() -> str:
+    """The compiled back end when there is one, else the interpreter."""
+    from .runner import BACKENDS
+    return "cpu" if "cpu" in BACKENDS else "interpreter"
+
+
+_HELP = """Run FILES as XLA's run_hlo_module does: a test run and a reference run, compared.
+
+\b
+The test side is the module after hloc's XLA:CPU-shaped pipeline (hloc opt) run on
+--platform (default: the compiled back end when hloc has one, else the interpreter);
+the reference side is the module as written on the interpreter
+(--reference_platform=, i.e. empty, skips it). An after-optimizations dump (its file
+name, or is_scheduled=true) is not optimised again unless --run_test_hlo_passes=true;
+the report says so. Results are compared as literal_comparison::Near: an element
+mismatches only when it exceeds both --abs_error_bound and --rel_error_bound.
+
+\b
+FILES may be dump directories (XLA_FLAGS=--xla_dump_to=DIR) or globs: their
+before_optimizations files by default (--stage), grouped by module number; buffer
+assignments, memory reports, .ll and other files are skipped. Several files give a
+results table (--json: one JSON object per line), --jobs N runs them in N processes.
+
+\b
+Arguments: fake, as MakeFakeArguments makes them (index ranges, reducer identities,
+unique sort keys; seeded, not XLA's random bits), one engine per file continuing over
+--iterations as run_hlo_module's; or --inputs in.npz / a.npy ... / --input-literal,
+the same arguments for every iteration. --input_literals_file takes .npz/.npy;
+--output_literals_file writes arguments and both results as .npz (argN,
+test.outN, reference.outN; prefixed iterationI. with several iterations).
+HloProto / HloSnapshot (.pb) and RunHloModuleLiterals protos are not read.
+
+Exit status: 0 every run close enough, 1 a mismatch, 2 bad input or a parse/verify
+error, 3 an unsupported operation, 4 an internal error (with several files, the highest).
+"""
+
+
+@click.command("replay", cls=ReplayCommand, help=_HELP)
+@click.argument("files", nargs=-1, required=True, type=click.Path())
+@click.option("--platform", "--backend", "platform", metavar="NAME",
+              help="Test platform: cpu/host (compiled), interpreter, or any hloc back end.")
+@click.option("--reference-platform", default="interpreter", show_default=True,
+              metavar="NAME", help="Reference platform; 'default' = interpreter; empty: none.")
+@click.option("--run-test-hlo-passes", type=click.BOOL, default=None, metavar="BOOL",
+              help="Run the pipeline on the test side [true; false for after-optimizations "
+                   "dumps].")
+@click.option("--run-reference-hlo-passes", type=click.BOOL, default=True, metavar="BOOL",
+              help="The interpreter platform has no numerical passes in hloc: accepted, "
+                   "no effect on an interpreter reference.")
+@click.option("--abs-error-bound", type=float, default=1e-3, show_default=True)
+@click.option("--rel-error-bound", type=float, default=1e-3, show_default=True)
+@click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--print-literals", is_flag=True, help="Print arguments and both results.")
+@click.option("--different-random-seeds", is_flag=True,
+              help="Module seed i+1 in iteration i (rng ops), as run_hlo_module.")
+@click.option("--use-large-float-range", is_flag=True,
+              help="Fake floats over the whole range instead of [-0.1, 0.2).")
+@click.option("--inputs", multiple=True, metavar="FILE",
+              help="Arguments: one .npz (in0, ... or parameter names) or .npy per parameter.")
+@click.option("--input-literal", "literals", multiple=True, metavar="TEXT",
+              help="An argument as XLA literal text (repeatable).")
+@click.option("--input-literals-file", metavar="FILE", help="Arguments from .npz/.npy.")
+@click.option("--output-literals-file", metavar="FILE",
+              help="Write arguments and results as .npz (one file only).")
+@click.option("--stage", type=click.Choice(["before", "after", "all"]), default="before",
+              show_default=True, help="Which dumps of a directory to replay.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Replay files in this many processes.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per file.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="With several files: also each file's run_hlo_module lines.")
+def replay(files, platform, reference_platform, run_test_hlo_passes, run_reference_hlo_passes,
+           abs_error_bound, rel_error_bound, iterations, print_literals,
+           different_random_seeds, use_large_float_range, inputs, literals,
+           input_literals_file, output_literals_file, stage, jobs, as_json, verbose):
+    from .cli_common import cli_progress
+    from .compare import ErrorSpec
+    from .replay import ReplayConfig
+    from .replay_batch import expand, json_line, replay_files, table
+    test = backend_for_platform(platform, "platform") if platform else default_test_platform()
+    config = ReplayConfig(
+        test_backend=test,
+        reference_backend=backend_for_platform(reference_platform, "reference_platform"),
+        run_test_passes=run_test_hlo_passes, run_reference_passes=run_reference_hlo_passes,
+        spec=ErrorSpec(abs_error_bound, rel_error_bound), iterations=iterations,
+        different_random_seeds=different_random_seeds, print_literals=print_literals,
+        use_large_float_range=use_large_float_range)
+    if input_literals_file:
+        if not input_literals_file.endswith((".npz", ".npy")):
+            raise InputError(f"--input_literals_file {input_literals_file}: hloc reads .npz/.npy "
+                             f"arguments, not RunHloModuleLiterals protos")
+        inputs = tuple(inputs) + (input_literals_file,)
+    inputs_spec = (tuple(inputs), tuple(literals)) if inputs or literals else None
+    paths, skipped = expand(files, stage)
+    if output_literals_file and len(paths) != 1:
+        raise InputError("--output_literals_file takes one file to replay")
+    progress = cli_progress()
+    try:
+        if len(paths) == 1 and not as_json:
+            code = _replay_single(paths[0], config, inputs_spec, output_literals_file, progress)
+            raise SystemExit(code)
+        for line in skipped if verbose else ():
+            click.echo(line, err=True)
+        results = []
+        for r in replay_files(paths, config, jobs=jobs, inputs_spec=inputs_spec,
+                              progress=progress):
+            results.append(r)
+            if as_json:
+                click.echo(json.dumps(json_line(r)))
+            elif verbose:
+                click.echo(r.stdout, nl=False)
+                click.echo(r.stderr, nl=False, err=True)
+    finally:
+        progress.close()
+    if not as_json:
+        click.echo(table(results))
+    raise SystemExit(max(r.code for r in results))
+
+
+def _replay_single(path, config, inputs_spec, output_literals_file, progress) -> int:
+    from .cli_common import load_modules
+    from .replay import replay_module
+    from .verifier import verify
+    _, modules = load_modules(path, command="replay", progress=progress)
+    if len(modules) != 1:
+        raise InputError(f"{path}: holds {len(modules)} modules; replay takes one per file")
+    module = modules[0]
+    with progress.phase("verify"):
+        verify(module)
+    inputs = None
+    if inputs_spec is not None:
+        from .inputs import bind_arguments, read_inputs
+        inputs = bind_arguments(module, read_inputs(*inputs_spec))
+    outcome = replay_module(module, config, path=path, inputs=inputs,
+                            out=click.echo, err=lambda s: click.echo(s, err=True),
+                            progress=progress)
+    if output_literals_file:
+        write_literals(output_literals_file, module, outcome)
+    return 0 if outcome.ok else 1
+
+
+def write_literals(path, module, outcome) -> None:
+    """Arguments and both results of every iteration as one .npz."""
+    from .inputs import flatten_leaves, save_npz
+    arrays = {}
+    shape = module.entry.root.shape
+    many = len(outcome.arguments) > 1
+    for i, args in enumerate(outcome.arguments):
+        pre = f"iteration{i}." if many else ""
+        for j, (p, v) in enumerate(zip(module.entry.parameters, args)):
+            for k, leaf in enumerate(flatten_leaves(v, p.shape)):
+                arrays[f"{pre}arg{j}" + (f".{k}" if k else "")] = leaf
+        for side, value in (("test", outcome.test_values[i]),
+                            ("reference", outcome.reference_values[i])):
+            if value is not None:
+                for k, leaf in enumerate(flatten_leaves(value, shape)):
+                    arrays[f"{pre}{side}.out{k}"] = leaf
+    try:
+        save_npz(path, arrays)
+    except OSError as e:
+        raise InputError(f"{os.fspath(path)}: cannot write: {e.strerror}") from None
+
+
+def _load_one(path, command, progress):
+    from .cli_common import load_modules
+    from .verifier import verify
+    _, modules = load_modules(path, command=command, progress=progress)
+    if len(modules) != 1:
+        raise InputError(f"{path}: holds {len(modules)} modules; `hloc {command}` takes one")
+    with progress.phase("verify"):
+        verify(modules[0])
+    return modules[0]
+
+
+@click.command("bisect")
+@click.argument("file", type=click.Path())
+@click.option("--platform", "--backend", "platform", metavar="NAME",
+              help="Test platform (default: the compiled back end when there is one).")
+@click.option("--inputs", multiple=True, metavar="FILE", help="Arguments (.npz / .npy).")
+@click.option("--abs-error-bound", type=float, default=1e-3, show_default=True)
+@click.option("--rel-error-bound", type=float, default=1e-3, show_default=True)
+@click.option("--per-instruction", "table_path", metavar="FILE",
+              help="Write every ENTRY instruction's divergence score (max abs/rel error, "
+                   "ULPs) on the test platform to FILE ('-': stdout).")
+def bisect_command(file, platform, inputs, abs_error_bound, rel_error_bound, table_path):
+    """Find the first pass, or the first instruction, that makes FILE miscompare.
+
+    \b
+    Replays FILE as `hloc replay` does. On a mismatch: when the optimised module already
+    disagrees with the reference on the interpreter, a pass broke it: the passes' outputs
+    are bisected and the first pass after which the module disagrees is named, with the
+    computations it changed (before / after as HLO text). Otherwise every ENTRY
+    instruction of the optimised module is run on its own on the test platform and the
+    interpreter, from the interpreter's values of its operands, and the first that
+    diverges is named, with its isolated module.
+
+    Exit status: 0 nothing to bisect (test and reference agree), 1 a culprit was named,
+    2 bad input, 3 an unsupported operation.
+    """
+    import difflib
+
+    from .bisect import bisect
+    from .cli_common import cli_progress
+    from .compare import ErrorSpec
+    from .fake_args import make_fake_arguments
+    from .isolate import instruction_scores, score_table
+    from .replay import DEFAULT_SEED, optimized_copy
+    test = backend_for_platform(platform, "platform") if platform else default_test_platform()
+    spec = ErrorSpec(abs_error_bound, rel_error_bound)
+    progress = cli_progress()
+    try:
+        module = _load_one(file, "bisect", progress)
+        if inputs:
+            from .inputs import bind_arguments, read_inputs
+            args = bind_arguments(module, read_inputs(inputs))
+        else:
+            import numpy as np
+            args = make_fake_arguments(module, rng=np.random.default_rng(DEFAULT_SEED))
+        result = bisect(module, args, test_backend=test, spec=spec, progress=progress)
+        if table_path:
+            scores = result.scores or instruction_scores(
+                optimized_copy(module), args, test, spec, progress=progress)
+            text = score_table(scores) + "\n"
+            if table_path == "-":
+                click.echo(text, nl=False)
+            else:
+                try:
+                    with open(table_path, "w") as f:
+                        f.write(text)
+                except OSError as e:
+                    raise InputError(f"{table_path}: cannot write: {e.strerror}") from None
+    finally:
+        progress.close()
+    click.echo(result.summary)
+    if result.kind == "pass":
+        diff = difflib.unified_diff(result.before.splitlines(), result.after.splitlines(),
+                                    f"before {result.pass_name}", f"after {result.pass_name}",
+                                    lineterm="", n=2)
+        click.echo("\n".join(diff))
+    elif result.kind == "instruction":
+        click.echo(f"isolated module of %{result.instruction}:\n{result.after}", nl=False)
+    raise SystemExit(0 if result.kind == "none" else 1)
+
+
+@click.command("reduce")
+@click.argument("file", type=click.Path())
+@click.option("--predicate", "command", metavar="CMD",
+              help="Shell command that exits 0 while the module is still interesting; {} is "
+                   "the candidate file (else appended).")
+@click.option("--mismatch", is_flag=True,
+              help="Built-in predicate: `hloc replay` reports a mismatch (default).")
+@click.option("--fails-with", metavar="TEXT",
+              help="Built-in predicate: replay fails with an hloc error containing TEXT.")
+@click.option("--platform", "--backend", "platform", metavar="NAME",
+              help="Test platform of the built-in predicates.")
+@click.option("--abs-error-bound", type=float, default=1e-3, show_default=True)
+@click.option("--rel-error-bound", type=float, default=1e-3, show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the reduced module here (default: stdout).")
+def reduce_command(file, command, mismatch, fails_with, platform, abs_error_bound,
+                   rel_error_bound, output):
+    """Shrink FILE while a predicate holds and print the smallest module found.
+
+    \b
+    Edits, in a fixed order until none helps: cut the ENTRY at an instruction (it becomes
+    the ROOT), replace instructions by parameters or by a same-shaped operand, inline
+    calls, drop what is left unused. Every candidate parses and verifies before the
+    predicate sees it, so the result is valid HLO. The predicate must hold for FILE.
+
+    Exit status: 0 reduced (or already minimal), 2 bad input or the predicate does not
+    hold for FILE, 3 an unsupported operation.
+    """
+    from .cli_common import cli_progress
+    from .compare import ErrorSpec
+    from .printer import module_to_text
+    from .reduce import (command_predicate, message_predicate, mismatch_predicate,
+                         reduce_module)
+    from .replay import ReplayConfig
+    if sum(bool(x) for x in (command, mismatch, fails_with)) > 1:
+        raise click.UsageError("give one of --predicate, --mismatch, --fails-with")
+    test = backend_for_platform(platform, "platform") if platform else default_test_platform()
+    config = ReplayConfig(test_backend=test, spec=ErrorSpec(abs_error_bound, rel_error_bound))
+    if command:
+        predicate = command_predicate(command)
+    elif fails_with:
+        predicate = message_predicate(fails_with, config)
+    else:
+        predicate = mismatch_predicate(config)
+    progress = cli_progress()
+    try:
+        module = _load_one(file, "reduce", progress)
+        result = reduce_module(module_to_text(module), predicate, progress=progress)
+    finally:
+        progress.close()
+    click.echo(f"hloc reduce: {result.start_instructions} -> {result.instructions} "
+               f"instructions ({result.evaluations} predicate runs)", err=True)
+    if output:
+        try:
+            with open(output, "w") as f:
+                f.write(result.text)
+        except OSError as e:
+            raise InputError(f"{output}: cannot write: {e.strerror}") from None
+    else:
+        click.echo(result.text, nl=False)

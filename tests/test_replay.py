@@ -1,0 +1,337 @@
+"""hloc replay / bisect / reduce: run_hlo_module's console lines and exit codes, and a
+planted miscompile (a broken pass, a back end that miscomputes one op) found by bisect
+and shrunk by reduce to a small module that still fails."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import hloc
+from hloc.cli import main
+from hloc.passes import Pass, Pipeline, get_pass
+from hloc.replay import ReplayConfig, replay_module
+from hloc.runner import BACKENDS, InterpreterBackend
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DUMPS = os.path.join(ROOT, "testdata", "dumps")
+DENSE = os.path.join(DUMPS, "dense_relu.before_optimizations.hlo")
+BERT = os.path.join(DUMPS, "bert_train_step.before_optimizations.hlo")
+
+AXPY = """HloModule axpy
+ENTRY e {
+  a = f32[] parameter(0)
+  x = f32[64] parameter(1)
+  y = f32[64] parameter(2)
+  b = f32[64] broadcast(a), dimensions={}
+  m = f32[64] multiply(b, x)
+  e = f32[64] exponential(m)
+  ROOT s = f32[64] add(e, y)
+}
+"""
+
+
+class PlantedBrokenPass(Pass):
+    """Test only: turns every non-ROOT multiply of the ENTRY into an add."""
+    name = "planted-broken-pass"
+
+    def run(self, module, ctx) -> bool:
+        from hloc.ir.rewriter import add_instruction
+        comp, changed = module.entry, False
+        for inst in list(comp.instructions):
+            if inst.opcode == "multiply" and inst is not comp.root:
+                new = add_instruction(comp, "add", inst.shape, list(inst.operands), before=inst)
+                inst.replace_all_uses_with(new)
+                comp.remove_instruction(inst)
+                changed = True
+        return changed
+
+
+def broken_pipeline():
+    return Pipeline("planted", [get_pass("call-inliner"), get_pass("algsimp"),
+                                PlantedBrokenPass(), get_pass("dce")])
+
+
+class WrongOpBackend(InterpreterBackend):
+    """Test only: the interpreter, except that one opcode's results are 1% too large."""
+    runner_name = "WrongExp"
+
+    def __init__(self, opcode):
+        self.opcode = opcode
+        self.name = f"wrong-{opcode}"
+
+    def execute(self, prepared, args):
+        from hloc.ops import REGISTRY
+        op = REGISTRY[self.opcode]
+        good = op.evaluate
+
+        def wrong(inst, vals, ctx):
+            v = np.asarray(good(inst, vals, ctx))
+            return (v * 1.01).astype(v.dtype) if v.dtype.kind == "f" else v
+        try:
+            object.__setattr__(op, "evaluate", wrong)
+            return prepared.run(args)
+        finally:
+            object.__setattr__(op, "evaluate", good)
+
+
+def _planted_backend(opcode):
+    backend = WrongOpBackend(opcode)
+    BACKENDS[backend.name] = backend
+    try:
+        yield backend.name
+    finally:
+        del BACKENDS[backend.name]
+
+
+@pytest.fixture
+def wrong_exp():
+    yield from _planted_backend("exponential")
+
+
+@pytest.fixture
+def wrong_log():
+    yield from _planted_backend("log")
+
+
+def _invoke(args):
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+# ---------------------------------------------------------------------------
+# replay: run_hlo_module's lines
+
+def test_replay_console_lines_as_run_hlo_module():
+    code, out, err = _invoke(["replay", "--platform=interpreter", DENSE])
+    assert code == 0
+    assert out == f"\n ** Running {DENSE}** \n"
+    num = r"[0-9.e+-]+"
+    expected = [r"Running HLO module with runner Interpreter\.\.\.",
+                rf"\.\.\. compiled and ran in {num}s\.",
+                rf"execution time for runner Interpreter: {num}s\.",
+                r"Running HLO module with runner Interpreter\.\.\.",
+                rf"\.\.\. compiled and ran in {num}s\.",
+                rf"execution time for runner Interpreter: {num}s\.",
+                r"", r"\*\* Results on Interpreter and Interpreter are close enough\. \*\*",
+                r"0/1 runs failed\."]
+    lines = err.splitlines()
+    assert len(lines) == len(expected), err
+    for line, pattern in zip(lines, expected):
+        assert re.fullmatch(pattern, line), (line, pattern)
+
+
+def test_replay_print_literals_and_iterations():
+    code, out, err = _invoke(["replay", "--platform=interpreter", "--print_literals",
+                              "--iterations=2", DENSE])
+    assert code == 0
+    assert out.count("** Argument 0 **") == 2
+    assert out.count("** Result with test runner Interpreter **") == 2
+    assert out.count("** Result with reference runner Interpreter **") == 2
+    assert "\n=== Iteration 1\n" in err and "\n=== Iteration 2\n" in err
+    assert err.rstrip().endswith("0/2 runs failed.")
+
+
+def test_fake_arguments_continue_across_iterations():
+    m = hloc.parse_file(DENSE)
+    o = replay_module(m, ReplayConfig(iterations=2))
+    a0, a1 = o.arguments
+    assert not np.array_equal(a0[0], a1[0])          # one engine per file, continuing
+    o2 = replay_module(m, ReplayConfig(iterations=1))
+    assert np.array_equal(o2.arguments[0][0], a0[0])  # seeded: the same first draw
+
+
+def test_after_optimizations_dump_not_optimised_again():
+    path = os.path.join(DUMPS, "dense_relu.after_optimizations.hlo")
+    m = hloc.parse_file(path)
+    o = replay_module(m, ReplayConfig(), path=path)
+    assert not o.optimized and o.ok
+    assert "after-optimizations dump" in o.notes[0]
+    assert replay_module(m, ReplayConfig(run_test_passes=True), path=path).optimized
+
+
+def test_replay_mismatch_report_and_exit_code(wrong_exp, tmp_path):
+    f = tmp_path / "axpy.hlo"
+    f.write_text(AXPY)
+    code, out, err = _invoke(["replay", "--platform", wrong_exp, str(f)])
+    assert code == 1
+    assert "Running HLO module with runner WrongExp..." in err
+    assert re.search(r"INVALID_ARGUMENT: Mismatch count \d+ \([0-9.]+%\) in shape f32\[64\] "
+                     r"\(64 elements\), abs bound 0.001, rel bound 0.001", err), err
+    assert "Top relative error mismatches:" in err
+    assert "Absolute magnitude breakdown of actual values:" in err   # >= 64 elements
+    assert err.rstrip().endswith("1/1 runs failed.")
+    # Bounds wide enough for a 1% error: close enough (an element fails only past both).
+    code, _, err = _invoke(["replay", "--platform", wrong_exp, "--rel_error_bound=0.02",
+                            str(f)])
+    assert code == 0, err
+
+
+def test_replay_planted_broken_pass_mismatches():
+    m = hloc.parse_file(BERT)
+    lines = []
+    o = replay_module(m, ReplayConfig(pipeline=broken_pipeline), err=lines.append)
+    assert not o.ok and o.failed_runs == 1
+    assert any(line.startswith("INVALID_ARGUMENT: Array at shape index") for line in lines)
+    assert replay_module(m, ReplayConfig()).ok
+
+
+def test_replay_inputs_and_output_literals(tmp_path):
+    npz = os.path.join(DUMPS, "dense_relu.npz")
+    out = tmp_path / "lits.npz"
+    code, _, err = _invoke(["replay", "--platform=interpreter", "--inputs", npz,
+                            "--output_literals_file", str(out), DENSE])
+    assert code == 0, err
+    got = np.load(out)
+    assert {"arg0", "arg1", "arg2", "test.out0", "reference.out0"} <= set(got.files)
+    assert np.array_equal(got["test.out0"], got["reference.out0"])
+
+
+def test_replay_refusals():
+    code, _, err = _invoke(["replay", "--input_format=pb", DENSE])
+    assert code == 2 and "HLO text only" in err
+    code, _, err = _invoke(["replay", "--platform=tpu", DENSE])
+    assert code == 2 and "--platform" in err
+    code, _, err = _invoke(["replay", "--input_literals_file=x.pb", DENSE])
+    assert code == 2 and "RunHloModuleLiterals" in err
+
+
+def test_replay_without_reference():
+    code, _, err = _invoke(["replay", "--platform=interpreter", "--reference_platform=",
+                            DENSE])
+    assert code == 0 and "Skipping reference runner" in err
+
+
+# ---------------------------------------------------------------------------
+# replay over a dump directory
+
+def test_replay_dump_directory_table_and_json(tmp_path):
+    d = os.path.join(ROOT, "testdata", "dumpdir")
+    code, out, err = _invoke(["replay", "--platform=interpreter", d])   # one module:
+    assert code == 0 and out.startswith("\n ** Running ") and "before_optimizations" in out
+    for stage in ("before", "after"):
+        code, out, _ = _invoke(["replay", "--platform=interpreter", "--json", f"--stage={stage}", d])
+        objs = [json.loads(line) for line in out.splitlines()]
+        assert code == 0 and len(objs) == 1 and objs[0]["status"] == "ok", out
+        assert f"{stage}_optimizations" in objs[0]["file"]
+        assert objs[0]["optimized"] == (stage == "before")
+    for n, name in ((3, "dense_relu"), (1, "argmax_argmin")):
+        for stage in ("before_optimizations", "after_optimizations"):
+            src = os.path.join(DUMPS, f"{name}.{stage}.hlo")
+            (tmp_path / f"module_{n:04d}.jit_{name}.{stage}.txt").write_text(open(src).read())
+    (tmp_path / "module_0001.jit_argmax_argmin.ir-no-opt.ll").write_text("; ModuleID = 'x'\n")
+    (tmp_path / "module_0001.jit_argmax_argmin.cpu_after_optimizations-buffer-assignment.txt"
+     ).write_text("BufferAssignment:\n")
+    code, out, err = _invoke(["replay", "--platform=interpreter", "-v", str(tmp_path)])
+    assert code == 0, out + err
+    rows = [line for line in out.splitlines() if line.startswith("ok ")]
+    assert [r.split()[-1].rsplit("/", 1)[-1] for r in rows] == [
+        "module_0001.jit_argmax_argmin.before_optimizations.txt",
+        "module_0003.jit_dense_relu.before_optimizations.txt"]
+    assert out.splitlines()[-1] == "2 ok of 2 files"
+    assert "skipped: " in err and "LLVM IR" in err and "buffer assignment" in err
+
+
+def test_replay_jobs_in_processes(tmp_path):
+    for name in ("dense_relu", "bf16_arith", "argmax_argmin"):
+        src = os.path.join(DUMPS, f"{name}.before_optimizations.hlo")
+        (tmp_path / f"{name}.before_optimizations.hlo").write_text(open(src).read())
+    (tmp_path / "bad.before_optimizations.hlo").write_text("HloModule bad\nENTRY e {\n")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-m", "hloc", "replay", "--platform=interpreter",
+                           "--jobs", "2", "--json", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    objs = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [o["status"] for o in objs] == ["ok", "error", "ok", "ok"], done.stdout
+    assert done.returncode == 2
+
+
+# ---------------------------------------------------------------------------
+# bisect
+
+def test_bisect_names_the_planted_pass():
+    from hloc.bisect import bisect
+    m = hloc.parse_file(BERT)
+    args = hloc.fake_arguments(m)
+    r = bisect(m, args, pipeline=broken_pipeline)
+    assert r.kind == "pass" and r.pass_name == "planted-broken-pass", r.summary
+    assert "multiply(" in r.before and r.before != r.after
+    # the passes before it changed the module and still agree: the search found the first
+    assert r.step > 0
+
+
+def test_bisect_names_the_miscomputing_instruction(wrong_exp, tmp_path):
+    f = tmp_path / "axpy.hlo"
+    f.write_text(AXPY)
+    table = tmp_path / "scores.txt"
+    code, out, err = _invoke(["bisect", "--platform", wrong_exp, "--per-instruction",
+                              str(table), str(f)])
+    assert code == 1, out + err
+    assert "instruction %" in out and "exponential(" in out   # the isolated module
+    rows = {line.split()[0]: line.split() for line in table.read_text().splitlines()[1:]}
+    bad = [name for name, row in rows.items() if row[2] == "MISMATCH"]
+    assert len(bad) == 1 and bad[0] in out
+    assert 0.005 < float(rows[bad[0]][4]) < 0.02     # max rel error: exp 1% off, then + y
+
+
+def test_bisect_nothing_to_find():
+    code, out, _ = _invoke(["bisect", "--platform=interpreter", DENSE])
+    assert code == 0 and "nothing to bisect" in out
+
+
+# ---------------------------------------------------------------------------
+# reduce
+
+def _count(text):
+    m = hloc.parse(text)
+    return sum(len(c.instructions) for c in m.computations)
+
+
+def test_reduce_planted_pass_bug_to_a_small_valid_module():
+    from hloc.reduce import mismatch_predicate, reduce_module
+    from hloc.verifier import verify
+    text = open(BERT).read()
+    assert _count(text) > 1000
+    pred = mismatch_predicate(ReplayConfig(pipeline=broken_pipeline))
+    r = reduce_module(text, pred)
+    assert r.instructions <= 10, r.text
+    m = hloc.parse(r.text)
+    verify(m)
+    assert any(i.opcode == "multiply" for i in m.entry.instructions)
+    assert pred(r.text)
+    assert reduce_module(text, pred).text == r.text           # deterministic
+
+
+def test_reduce_miscomputing_op_cli(wrong_log, tmp_path):
+    # The train steps compute NaN losses from fake arguments (JAX's take_along_axis fills
+    # out-of-range labels with NaN), so both sides agree; special_functions does not.
+    out = tmp_path / "small.hlo"
+    src = os.path.join(DUMPS, "special_functions.before_optimizations.hlo")
+    assert _count(open(src).read()) > 700
+    code, _, err = _invoke(["reduce", "--platform", wrong_log, "-o", str(out), src])
+    assert code == 0, err
+    text = out.read_text()
+    m = hloc.parse(text)
+    assert _count(text) <= 10 and any(i.opcode == "log"
+                                      for c in m.computations for i in c.instructions), text
+
+
+def test_reduce_with_a_command_predicate(tmp_path):
+    env_py = sys.executable
+    cmd = f"{env_py} -c \"import sys; sys.exit(0 if 'divide(' in open(sys.argv[1]).read() else 1)\""
+    out = tmp_path / "r.hlo"
+    code, _, err = _invoke(["reduce", "--predicate", cmd, "-o", str(out), DENSE.replace(
+        "dense_relu", "cnn_train_step")])
+    assert code == 0, err
+    assert "divide(" in out.read_text() and _count(out.read_text()) <= 6
+
+
+def test_reduce_refuses_when_predicate_does_not_hold():
+    code, _, err = _invoke(["reduce", "--platform=interpreter", DENSE])
+    assert code == 2 and "does not hold" in err
