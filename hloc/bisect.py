@@ -73,17 +73,25 @@ def changed_computations(before: str, after: str) -> tuple[str, str]:
 
 
 def bisect(module, args: list, *, test_backend: str = "interpreter", pipeline=None,
-           spec: ErrorSpec = ErrorSpec(), progress=None) -> BisectResult:
-    """Find what breaks `module` on `args`; `pipeline` () -> Pass (default pipeline)."""
+           spec: ErrorSpec = ErrorSpec(), run_passes: bool | None = None, path: str = "",
+           progress=None) -> BisectResult:
+    """Find what breaks `module` on `args`; `pipeline` () -> Pass (default pipeline).
+    `run_passes` as replay's run_test_passes: None runs them unless `module` (read from
+    `path`) is an after-optimizations dump, which goes straight to the instructions."""
     from .progress import NULL
-    from .replay import DEFAULT_SEED, optimized_copy, run_side
+    from .replay import (DEFAULT_SEED, clone_module, is_after_optimizations, optimized_copy,
+                         run_side)
     from .syntax import parse_module
     progress = progress or NULL
     with progress.phase("run", "reference"):
         reference, _, _ = run_side(module, args, "interpreter", DEFAULT_SEED)
     recorder = PassRecorder()
-    with progress.phase("passes"):
-        optimized = optimized_copy(module, pipeline() if pipeline else None, dumper=recorder)
+    if run_passes is False or (run_passes is None and is_after_optimizations(module, path)):
+        optimized = clone_module(module, "<test module>")
+    else:
+        with progress.phase("passes"):
+            optimized = optimized_copy(module, pipeline() if pipeline else None,
+                                       dumper=recorder)
     result = BisectResult("none", steps=len(recorder.snapshots))
 
     def mismatches(text_or_module) -> bool:

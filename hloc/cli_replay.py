@@ -249,7 +249,7 @@ def bisect_command(file, platform, inputs, abs_error_bound, rel_error_bound, tab
     from .compare import ErrorSpec
     from .fake_args import make_fake_arguments
     from .isolate import instruction_scores, score_table
-    from .replay import DEFAULT_SEED, optimized_copy
+    from .replay import DEFAULT_SEED, clone_module, is_after_optimizations, optimized_copy
     test = backend_for_platform(platform, "platform") if platform else default_test_platform()
     spec = ErrorSpec(abs_error_bound, rel_error_bound)
     progress = cli_progress()
@@ -261,10 +261,13 @@ def bisect_command(file, platform, inputs, abs_error_bound, rel_error_bound, tab
         else:
             import numpy as np
             args = make_fake_arguments(module, rng=np.random.default_rng(DEFAULT_SEED))
-        result = bisect(module, args, test_backend=test, spec=spec, progress=progress)
+        result = bisect(module, args, test_backend=test, spec=spec, path=file,
+                        progress=progress)
         if table_path:
-            scores = result.scores or instruction_scores(
-                optimized_copy(module), args, test, spec, progress=progress)
+            tested = clone_module(module) if is_after_optimizations(module, file) \
+                else optimized_copy(module)
+            scores = result.scores or instruction_scores(tested, args, test, spec,
+                                                         progress=progress)
             text = score_table(scores) + "\n"
             if table_path == "-":
                 click.echo(text, nl=False)
@@ -334,6 +337,9 @@ def reduce_command(file, command, mismatch, fails_with, platform, abs_error_boun
     progress = cli_progress()
     try:
         module = _load_one(file, "reduce", progress)
+        from .replay import is_after_optimizations
+        if is_after_optimizations(module, file):     # candidates lose the file name
+            config.run_test_passes = False
         result = reduce_module(module_to_text(module), predicate, progress=progress)
     finally:
         progress.close()

@@ -313,14 +313,12 @@ def reduce_module(text: str, predicate: Callable[[str], bool], *, progress=None,
 # ---------------------------------------------------------------------------
 # Predicates
 
-def mismatch_predicate(config, *, seed: int = 42) -> Callable[[str], bool]:
+def mismatch_predicate(config) -> Callable[[str], bool]:
     """Holds when replaying the module (hloc.replay, `config`) reports a mismatch."""
     from .replay import replay_module
 
     def holds(text: str) -> bool:
-        module = _parse(text)
-        cfg = config
-        return not replay_module(module, cfg).ok
+        return not replay_module(_parse(text), config).ok
     return holds
 
 
