@@ -303,10 +303,15 @@ def bisect_command(file, platform, inputs, abs_error_bound, rel_error_bound, tab
               help="Test platform of the built-in predicates.")
 @click.option("--abs-error-bound", type=float, default=1e-3, show_default=True)
 @click.option("--rel-error-bound", type=float, default=1e-3, show_default=True)
+@click.option("--inputs", multiple=True, metavar="FILE",
+              help="The module's arguments (.npz / .npy); the reduced module's parameters "
+                   "then carry the values the original computed there.")
+@click.option("--output-inputs", type=click.Path(dir_okay=False), metavar="FILE",
+              help="With --inputs: write the reduced module's arguments (in0, ...) here.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the reduced module here (default: stdout).")
 def reduce_command(file, command, mismatch, fails_with, platform, abs_error_bound,
-                   rel_error_bound, output):
+                   rel_error_bound, inputs, output_inputs, output):
     """Shrink FILE while a predicate holds and print the smallest module found.
 
     \b
@@ -340,11 +345,24 @@ def reduce_command(file, command, mismatch, fails_with, platform, abs_error_boun
         from .replay import is_after_optimizations
         if is_after_optimizations(module, file):     # candidates lose the file name
             config.run_test_passes = False
-        result = reduce_module(module_to_text(module), predicate, progress=progress)
+        args = None
+        if inputs:
+            from .inputs import bind_arguments, read_inputs
+            args = bind_arguments(module, read_inputs(inputs))
+        elif output_inputs:
+            raise click.UsageError("--output-inputs needs --inputs")
+        result = reduce_module(module_to_text(module), predicate, inputs=args,
+                               progress=progress)
     finally:
         progress.close()
     click.echo(f"hloc reduce: {result.start_instructions} -> {result.instructions} "
                f"instructions ({result.evaluations} predicate runs)", err=True)
+    if output_inputs:
+        from .inputs import save_npz
+        try:
+            save_npz(output_inputs, {f"in{i}": a for i, a in enumerate(result.arguments)})
+        except OSError as e:
+            raise InputError(f"{output_inputs}: cannot write: {e.strerror}") from None
     if output:
         try:
             with open(output, "w") as f:

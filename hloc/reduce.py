@@ -14,7 +14,12 @@ true and applies shrinking edits in a fixed order until none makes progress:
 Every candidate is printed, parsed back and verified before the predicate sees it, so
 whatever is returned parses and verifies; the edits and their order are deterministic.
 Predicates (`mismatch_predicate`, `message_predicate`, `command_predicate`) take the
-candidate's text and say whether it is still interesting; errors count as "no".
+candidate's text and its arguments and say whether it is still interesting; errors count
+as "no". With `inputs` (the module's arguments) the reduction keeps values: a parameter
+that replaces an instruction gets the value that instruction had in the module being
+reduced (one interpreter run of it with every ENTRY value as an output), so the small
+module sees exactly the numbers the big one saw; `ReduceResult.arguments` are its
+arguments. Without `inputs`, arguments are None and predicates make fake ones.
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ class ReduceResult:
     start_instructions: int
     evaluations: int
     accepted: int
+    arguments: list | None = None      # the reduced module's arguments (with `inputs`)
 
 
 def _parse(text: str):
@@ -123,21 +129,39 @@ def _valid(module) -> str | None:
         return None
 
 
+def entry_values(module, args: list) -> dict:
+    """Every ENTRY instruction's value (by name) when `module` runs on `args` on the
+    interpreter: one run of a copy whose ROOT is a tuple of all of them."""
+    from .ir.rewriter import add_instruction
+    from .ir.shape import TupleShape
+    from .replay import DEFAULT_SEED, run_side
+    copy = _parse(_print(module))
+    entry = copy.entry
+    keep = [i for i in entry.instructions if _array_shape(i.shape) or i.shape.is_tuple]
+    root = add_instruction(entry, "tuple", TupleShape(tuple(i.shape for i in keep)), keep)
+    entry.root = root
+    value, _, _ = run_side(copy, args, "interpreter", DEFAULT_SEED)
+    return {i.name: v for i, v in zip(keep, value)}
+
+
 class _Reducer:
-    def __init__(self, text: str, predicate: Callable[[str], bool], progress):
+    def __init__(self, text: str, predicate, progress, args: list | None):
         self.best = text
         self.size = instruction_count(_parse(text))
         self.predicate = predicate
         self.progress = progress
         self.evaluations = 0
         self.accepted = 0
+        self.args = args
+        self.values = entry_values(_parse(text), args) if args is not None else None
 
     def attempt(self, edit) -> bool:
-        """Apply `edit(module)` to a fresh copy of the best module; keep it if smaller,
-        valid and still interesting."""
+        """Apply `edit(module, values)` to a fresh copy of the best module (`values`: the
+        best module's ENTRY values, or None); keep it if smaller, valid and still
+        interesting."""
         module = _parse(self.best)
         try:
-            if edit(module) is False:
+            if edit(module, self.values) is False:
                 return False
             _clean(module)
         except (ValueError, KeyError, IndexError, AttributeError):
@@ -145,16 +169,24 @@ class _Reducer:
         text = _valid(module)
         if text is None:
             return False
-        size = instruction_count(_parse(text))
+        candidate = _parse(text)
+        size = instruction_count(candidate)
         if size >= self.size:
             return False
+        args = None
+        if self.values is not None:
+            if any(p.name not in self.values for p in candidate.entry.parameters):
+                return False
+            args = [self.values[p.name] for p in candidate.entry.parameters]
         self.evaluations += 1
         try:
-            ok = bool(self.predicate(text))
+            ok = bool(self.predicate(text, args))
         except HlocError:
             ok = False
         if ok:
-            self.best, self.size = text, size
+            self.best, self.size, self.args = text, size, args
+            if args is not None:
+                self.values = entry_values(candidate, args)
             self.accepted += 1
             self.progress.note(f"reduce: {size} instructions")
         return ok
@@ -167,7 +199,7 @@ class _Reducer:
         found = False
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if self.attempt(lambda m, n=names[mid]: _set_root(m, n)):
+            if self.attempt(lambda m, v, n=names[mid]: _set_root(m, n)):
                 hi, found = mid, True
                 names = names[:mid + 1]
             else:
@@ -183,7 +215,7 @@ class _Reducer:
             root = _parse(self.best).entry.root
             for name in dict.fromkeys(o.name for o in root.operands
                                       if o.opcode != "parameter"):
-                if self.attempt(lambda m, n=name: _set_root(m, n)):
+                if self.attempt(lambda m, v, n=name: _set_root(m, n)):
                     progress = found = True
                     break
         return found
@@ -196,7 +228,7 @@ class _Reducer:
             i = 0
             while i < len(order):
                 group = order[i:i + chunk]
-                if self.attempt(lambda m, g=group: _parameterize(m, g)):
+                if self.attempt(lambda m, v, g=group: _parameterize(m, g, v)):
                     progress = True
                     order = _from_root(_parse(self.best))
                     i = 0 if chunk > 1 else i
@@ -210,12 +242,12 @@ class _Reducer:
     def to_operands(self) -> bool:
         progress = False
         for name in _from_root(_parse(self.best)):
-            if self.attempt(lambda m, n=name: _forward_operand(m, n)):
+            if self.attempt(lambda m, v, n=name: _forward_operand(m, n)):
                 progress = True
         return progress
 
     def inline_calls(self) -> bool:
-        def edit(m):
+        def edit(m, values):
             from .passes import get_pass
             from .passes.driver import optimize
             if not any(i.opcode == "call" for c in m.computations for i in c.instructions):
@@ -257,7 +289,9 @@ def _array_shape(shape) -> bool:
     return isinstance(shape, ArrayShape) and shape.dtype.is_array
 
 
-def _parameterize(module, names) -> bool:
+def _parameterize(module, names, values) -> bool:
+    """Replace the named instructions by new parameters; with `values`, each parameter's
+    value (under its new name) is the instruction's."""
     entry = module.entry
     done = False
     for name in names:
@@ -267,6 +301,8 @@ def _parameterize(module, names) -> bool:
                 inst.shape.rank == 0:
             continue
         p = _new_parameter(entry, inst.shape, name)
+        if values is not None:
+            values[p.name] = values[name]
         inst.replace_all_uses_with(p)
         done = True
     return done
@@ -283,20 +319,25 @@ def _forward_operand(module, name: str) -> bool:
     return False
 
 
-def reduce_module(text: str, predicate: Callable[[str], bool], *, progress=None,
-                  max_rounds: int = 8) -> ReduceResult:
-    """The smallest module found for which `predicate` holds (starting from `text`,
-    for which it must hold)."""
+def reduce_module(text: str, predicate: Callable, *, inputs: list | None = None,
+                  progress=None, max_rounds: int = 8) -> ReduceResult:
+    """The smallest module found for which `predicate(text, arguments)` holds (starting
+    from `text` with `inputs`, for which it must hold)."""
     from .diagnostics import InputError
     from .progress import NULL
     progress = progress or NULL
     start = _parse(text)
+    params = [p.name for p in start.entry.parameters]
     _clean(start)
     first = _valid(start)
-    if first is None or not predicate(first):
+    args = None
+    if inputs is not None and first is not None:
+        by_name = dict(zip(params, inputs))
+        args = [by_name[p.name] for p in _parse(first).entry.parameters]
+    if first is None or not predicate(first, args):
         raise InputError("the predicate does not hold for the module as given; nothing to "
                          "reduce")
-    r = _Reducer(first, predicate, progress)
+    r = _Reducer(first, predicate, progress, args)
     start_size = instruction_count(_parse(text))
     for _ in range(max_rounds):
         with progress.phase("reduce", f"{r.size} instructions"):
@@ -307,7 +348,7 @@ def reduce_module(text: str, predicate: Callable[[str], bool], *, progress=None,
             changed |= r.inline_calls()
         if not changed:
             break
-    return ReduceResult(r.best, r.size, start_size, r.evaluations, r.accepted)
+    return ReduceResult(r.best, r.size, start_size, r.evaluations, r.accepted, r.args)
 
 
 # ---------------------------------------------------------------------------
@@ -317,8 +358,8 @@ def mismatch_predicate(config) -> Callable[[str], bool]:
     """Holds when replaying the module (hloc.replay, `config`) reports a mismatch."""
     from .replay import replay_module
 
-    def holds(text: str) -> bool:
-        return not replay_module(_parse(text), config).ok
+    def holds(text: str, args=None) -> bool:
+        return not replay_module(_parse(text), config, inputs=args).ok
     return holds
 
 
@@ -326,9 +367,9 @@ def message_predicate(message: str, config=None) -> Callable[[str], bool]:
     """Holds when replaying the module fails with an hloc error containing `message`."""
     from .replay import ReplayConfig, replay_module
 
-    def holds(text: str) -> bool:
+    def holds(text: str, args=None) -> bool:
         try:
-            replay_module(_parse(text), config or ReplayConfig())
+            replay_module(_parse(text), config or ReplayConfig(), inputs=args)
         except HlocError as e:
             return message in e.message
         return False
@@ -337,9 +378,9 @@ def message_predicate(message: str, config=None) -> Callable[[str], bool]:
 
 def command_predicate(command: str, *, timeout: float = 600) -> Callable[[str], bool]:
     """Holds when the shell command exits 0; `{}` in it is the candidate file's path
-    (else the path is appended)."""
+    (else the path is appended). The command sees the text only, not the arguments."""
 
-    def holds(text: str) -> bool:
+    def holds(text: str, args=None) -> bool:
         fd, path = tempfile.mkstemp(suffix=".hlo", prefix="hloc-reduce-")
         try:
             with os.fdopen(fd, "w") as f:

@@ -322,6 +322,28 @@ def test_reduce_miscomputing_op_cli(wrong_log, tmp_path):
                                       for c in m.computations for i in c.instructions), text
 
 
+def test_reduce_training_step_with_real_inputs(wrong_log, tmp_path):
+    """A real 2,556-instruction training step (XLA's before-optimizations dump of a 6-layer
+    transformer, testdata/reduce) on a back end whose `log` is 1% off: reduced with the
+    recorded inputs to a module of at most 10 instructions whose arguments are the values
+    the big module computed there, and which still mismatches when replayed."""
+    src = os.path.join(ROOT, "testdata", "reduce", "bert6_train_step.before_optimizations.hlo")
+    npz = os.path.join(ROOT, "testdata", "reduce", "bert6_train_step.npz")
+    assert _count(open(src).read()) >= 2000
+    out, args = tmp_path / "small.hlo", tmp_path / "small.npz"
+    code, _, err = _invoke(["reduce", "--platform", wrong_log, "--inputs", npz,
+                            "--output-inputs", str(args), "-o", str(out), src])
+    assert code == 0, err
+    assert re.search(r"2556 -> \d+ instructions", err), err
+    m = hloc.parse(out.read_text())
+    assert _count(out.read_text()) <= 10
+    assert any(i.opcode == "log" for c in m.computations for i in c.instructions)
+    code, _, err = _invoke(["replay", "--platform", wrong_log, "--inputs", str(args), str(out)])
+    assert code == 1 and "Mismatch count" in err
+    code, _, err = _invoke(["replay", "--platform=interpreter", "--inputs", str(args), str(out)])
+    assert code == 0, err
+
+
 def test_reduce_with_a_command_predicate(tmp_path):
     env_py = sys.executable
     cmd = f"{env_py} -c \"import sys; sys.exit(0 if 'divide(' in open(sys.argv[1]).read() else 1)\""
