@@ -20,6 +20,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Dumps whose replay on fake arguments does not end in reasonable time.
+EXCLUDE = {"tf_while_loop": "its trip count is a fake s32 argument (up to 2^31 iterations)"}
 
 
 def main() -> None:
@@ -28,7 +30,8 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--platform", default="interpreter")
     opts = ap.parse_args()
-    sources = sorted(glob.glob(os.path.join(opts.dir, "*before_optimizations*")))
+    sources = sorted(p for p in glob.glob(os.path.join(opts.dir, "*before_optimizations*"))
+                     if os.path.basename(p).split(".")[0] not in EXCLUDE)
     if not sources:
         sys.exit(f"no before_optimizations files in {opts.dir}")
     with tempfile.TemporaryDirectory() as tmp:

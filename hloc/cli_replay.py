@@ -90,8 +90,8 @@ error, 3 an unsupported operation, 4 an internal error (with several files, the 
               help="Run the pipeline on the test side [true; false for after-optimizations "
                    "dumps].")
 @click.option("--run-reference-hlo-passes", type=click.BOOL, default=True, metavar="BOOL",
-              help="The interpreter platform has no numerical passes in hloc: accepted, "
-                   "no effect on an interpreter reference.")
+              help="Run the pipeline on a compiled reference platform [true]; the "
+                   "interpreter reference always runs the module as written.")
 @click.option("--abs-error-bound", type=float, default=1e-3, show_default=True)
 @click.option("--rel-error-bound", type=float, default=1e-3, show_default=True)
 @click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True)

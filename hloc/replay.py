@@ -4,7 +4,8 @@
 RunAndCompare: the test side is a copy of the module after the test pipeline
 (`config.pipeline()`, hloc's XLA:CPU-shaped default) run on `config.test_backend`
 (any hloc.runner back end); the reference side is the module as written, run on the
-interpreter (or no reference run). The results are compared with hloc.compare.near,
+interpreter (or no reference run; a compiled reference platform gets the pipeline too,
+unless `run_reference_passes` is False). The results are compared with hloc.compare.near,
 XLA's literal_comparison::Near(expected=reference, actual=test). Console lines go to the
 two writers in `out` (stdout's lines) and `err` (stderr's), worded as run_hlo_module
 words them. An after-optimizations dump (file name or `is_scheduled=true`) is not
@@ -36,7 +37,8 @@ class ReplayConfig:
     test_backend: str = "interpreter"
     reference_backend: str | None = "interpreter"    # None: no reference run
     run_test_passes: bool | None = None     # None: yes, except for after-optimizations dumps
-    run_reference_passes: bool = True       # the interpreter platform's pipeline: none here
+    run_reference_passes: bool = True       # a compiled reference runs the pipeline too; the
+                                            # interpreter runs the module as written
     spec: ErrorSpec = field(default_factory=ErrorSpec)
     iterations: int = 1
     different_random_seeds: bool = False
@@ -168,6 +170,11 @@ def replay_module(module, config: ReplayConfig, *, path: str = "", inputs: list 
         outcome.optimized = True
     else:
         test_module = clone_module(module, "<test module>")
+    ref_module = module
+    if config.reference_backend not in (None, "interpreter") and config.run_reference_passes \
+            and after is None:
+        with progress.phase("passes", "reference"):
+            ref_module = optimized_copy(module, config.pipeline and config.pipeline())
     skip = reference_skip_reason(module) if config.reference_backend else None
     test_name = runner_name(config.test_backend)
     ref_name = runner_name(config.reference_backend) if config.reference_backend else ""
@@ -201,7 +208,8 @@ def replay_module(module, config: ReplayConfig, *, path: str = "", inputs: list 
         else:
             err(f"Running HLO module with runner {ref_name}...")
             with progress.phase("run", f"reference ({config.reference_backend})"):
-                ref_value, total, run_s = run_side(module, args, config.reference_backend, seed)
+                ref_value, total, run_s = run_side(ref_module, args, config.reference_backend,
+                                                  seed)
             outcome.reference_s += total
             err(f"... compiled and ran in {total:g}s.")
             err(f"execution time for runner {ref_name}: {run_s:g}s.")

@@ -357,3 +357,32 @@ def test_reduce_with_a_command_predicate(tmp_path):
 def test_reduce_refuses_when_predicate_does_not_hold():
     code, _, err = _invoke(["reduce", "--platform=interpreter", DENSE])
     assert code == 2 and "does not hold" in err
+
+
+def test_compiled_style_reference_platform(wrong_exp, tmp_path):
+    f = tmp_path / "axpy.hlo"
+    f.write_text(AXPY)
+    code, _, err = _invoke(["replay", "--platform=interpreter",
+                            f"--reference_platform={wrong_exp}", str(f)])
+    assert code == 1 and "runner WrongExp..." in err and "Mismatch count" in err
+
+
+RNG = """HloModule r
+ENTRY e {
+  lo = f32[] parameter(0)
+  hi = f32[] parameter(1)
+  ROOT r = f32[4] rng(lo, hi), distribution=rng_uniform
+}
+"""
+
+
+@pytest.mark.parametrize("flag,differ", [([], False), (["--different_random_seeds"], True)])
+def test_different_random_seeds(tmp_path, flag, differ):
+    f = tmp_path / "rng.hlo"
+    f.write_text(RNG)
+    code, out, err = _invoke(["replay", "--platform=interpreter", "--print_literals",
+                              "--iterations=2", "--input-literal", "f32[] 0",
+                              "--input-literal", "f32[] 1", *flag, str(f)])
+    assert code == 0, err
+    results = re.findall(r"\*\* Result with test runner Interpreter \*\*\n(.*)", out)
+    assert len(results) == 2 and (results[0] != results[1]) == differ, out
