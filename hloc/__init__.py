@@ -7,6 +7,7 @@ Python API:
     out = module.run(x, backend="interpreter")
     args = hloc.fake_arguments(module, seed=42)   # run_hlo_module-style random inputs
     outs = hloc.load_outputs("out.npz")    # `hloc run --output` leaves, real dtypes (bf16 ...)
+    dot = hloc.graph(module, around="add.5")      # DOT; hloc.graph.graph_html(...) for a page
 
 `run` takes one value per ENTRY parameter: NumPy arrays of exactly the parameter's
 element type (ml_dtypes for bf16, f8, int4 ...) and dimensions, or Python numbers and
@@ -64,9 +65,36 @@ _module_run.__name__ = "run"
 _module_run.__doc__ = run.__doc__
 
 
+def __getattr__(name: str):
+    if name == "graph":                 # the drawing package, callable as hloc.graph(m)
+        import importlib
+        return importlib.import_module(".graph", __name__)
+    raise AttributeError(f"module 'hloc' has no attribute {name!r}")
+
+
+def _module_repr_svg(self):
+    """Jupyter: the module drawn by Graphviz (None, so HTML is used, without `dot`)."""
+    from .graph import find_dot, graph_image
+    if find_dot() is None:
+        return None
+    return graph_image(self, "svg").decode("utf-8")
+
+
+def _module_repr_html(self):
+    """Jupyter: the interactive page in a sandboxed iframe (scripts only, no network)."""
+    from html import escape
+
+    from .graph import graph_html
+    page = graph_html(self)
+    return (f'<iframe sandbox="allow-scripts" style="width:100%;height:600px;border:0" '
+            f'srcdoc="{escape(page, quote=True)}"></iframe>')
+
+
 def _attach() -> None:
     from .ir.module import Module
     Module.run = _module_run
+    Module._repr_svg_ = _module_repr_svg
+    Module._repr_html_ = _module_repr_html
 
 
 _attach()

@@ -87,10 +87,12 @@ def fmt(file, output, short, pick):
 
 def _add_commands() -> None:
     from .cli_check import check
+    from .cli_graph import graph
     from .cli_opt import opt
     from .cli_replay import bisect_command, reduce_command, replay
     from .cli_run import run
     main.add_command(check)
+    main.add_command(graph)
     main.add_command(opt)
     main.add_command(replay)
     main.add_command(bisect_command)
