@@ -74,6 +74,9 @@ the same arguments for every iteration. --input_literals_file takes .npz/.npy;
 --output_literals_file writes arguments and both results as .npz (argN,
 test.outN, reference.outN; prefixed iterationI. with several iterations).
 HloProto / HloSnapshot (.pb) and RunHloModuleLiterals protos are not read.
+--isolate_instructions runs each ENTRY instruction of the test module (after the
+pipeline) on its own, from the interpreter's values of its operands (XLA extracts them
+from the module as given and feeds each fake data), and prints XLA's table.
 
 Exit status: 0 every run close enough, 1 a mismatch, 2 bad input or a parse/verify
 error, 3 an unsupported operation, 4 an internal error (with several files, the highest).
@@ -107,6 +110,8 @@ error, 3 an unsupported operation, 4 an internal error (with several files, the 
 @click.option("--input-literals-file", metavar="FILE", help="Arguments from .npz/.npy.")
 @click.option("--output-literals-file", metavar="FILE",
               help="Write arguments and results as .npz (one file only).")
+@click.option("--isolate-instructions", is_flag=True,
+              help="Run every ENTRY instruction of the test module on its own (one file).")
 @click.option("--stage", type=click.Choice(["before", "after", "all"]), default="before",
               show_default=True, help="Which dumps of a directory to replay.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
@@ -117,7 +122,8 @@ error, 3 an unsupported operation, 4 an internal error (with several files, the 
 def replay(files, platform, reference_platform, run_test_hlo_passes, run_reference_hlo_passes,
            abs_error_bound, rel_error_bound, iterations, print_literals,
            different_random_seeds, use_large_float_range, inputs, literals,
-           input_literals_file, output_literals_file, stage, jobs, as_json, verbose):
+           input_literals_file, output_literals_file, isolate_instructions, stage, jobs,
+           as_json, verbose):
     from .cli_common import cli_progress
     from .compare import ErrorSpec
     from .replay import ReplayConfig
@@ -137,10 +143,12 @@ def replay(files, platform, reference_platform, run_test_hlo_passes, run_referen
         inputs = tuple(inputs) + (input_literals_file,)
     inputs_spec = (tuple(inputs), tuple(literals)) if inputs or literals else None
     paths, skipped = expand(files, stage)
-    if output_literals_file and len(paths) != 1:
-        raise InputError("--output_literals_file takes one file to replay")
+    if (output_literals_file or isolate_instructions) and len(paths) != 1:
+        raise InputError("--output_literals_file / --isolate_instructions take one file")
     progress = cli_progress()
     try:
+        if isolate_instructions:
+            raise SystemExit(_isolate(paths[0], config, inputs_spec, progress))
         if len(paths) == 1 and not as_json:
             code = _replay_single(paths[0], config, inputs_spec, output_literals_file, progress)
             raise SystemExit(code)
@@ -182,6 +190,32 @@ def _replay_single(path, config, inputs_spec, output_literals_file, progress) ->
     if output_literals_file:
         write_literals(output_literals_file, module, outcome)
     return 0 if outcome.ok else 1
+
+
+def _isolate(path, config, inputs_spec, progress) -> int:
+    """--isolate_instructions: the ENTRY instructions of the test module (after the
+    pipeline unless it is an after-optimizations dump), each run on its own on the test
+    platform and the interpreter from the interpreter's values of its operands."""
+    import numpy as np
+
+    from .fake_args import make_fake_arguments
+    from .isolate import instruction_scores, isolation_report
+    from .replay import clone_module, is_after_optimizations, optimized_copy
+    module = _load_one(path, "replay", progress)
+    if inputs_spec is not None:
+        from .inputs import bind_arguments, read_inputs
+        args = bind_arguments(module, read_inputs(*inputs_spec))
+    else:
+        args = make_fake_arguments(module, rng=np.random.default_rng(config.input_seed))
+    run_passes = config.run_test_passes
+    if run_passes is None:
+        run_passes = is_after_optimizations(module, path) is None
+    tested = optimized_copy(module) if run_passes else clone_module(module)
+    click.echo(f"\n ** Running {path}** ")
+    scores = instruction_scores(tested, args, config.test_backend, config.spec,
+                                progress=progress)
+    click.echo(isolation_report(scores))
+    return 0 if all(s.status == "MATCHED" for s in scores) else 1
 
 
 def write_literals(path, module, outcome) -> None:

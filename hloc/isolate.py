@@ -20,7 +20,8 @@ import numpy as np
 from .compare import ErrorSpec, near
 from .diagnostics import HlocError
 
-__all__ = ["isolated_text", "instruction_scores", "Score", "score_table", "ulp_distance"]
+__all__ = ["isolated_text", "instruction_scores", "Score", "score_table", "ulp_distance",
+           "isolation_report"]
 
 _CONTROL = re.compile(r", control-predecessors=\{[^}]*\}")
 
@@ -171,4 +172,22 @@ def score_table(scores: list[Score], *, only_diverging: bool = False) -> str:
             continue
         rows.append(f"{s.name:<40} {s.opcode:<22} {s.status:<9} {s.max_abs:>10.3g} "
                     f"{s.max_rel:>10.3g} {s.ulps:>10}")
+    return "\n".join(rows)
+
+
+def isolation_report(scores: list[Score]) -> str:
+    """run_hlo_module's `--isolate_instructions` table (Reference | Test | Module |
+    Status) and a count per result."""
+    rows = [" %-20s | %-20s | %-29s | %s" % ("Reference", "Test", "Module", "Status"),
+            "-" * 110]
+    counts: dict[str, int] = {}
+    for s in scores:
+        result = {"MATCHED": "MATCHED", "MISMATCH": "MISMATCH"}.get(s.status, "RUNTIME ERROR")
+        ref = "RAN" if result == "RUNTIME ERROR" else result
+        counts[result] = counts.get(result, 0) + 1
+        status = "OK" if result == "MATCHED" else (s.message or result)
+        rows.append(" %-20s | %-20s | %-29s | %s" % (ref, result,
+                                                     f"isolated_{s.name}", status))
+    rows.append("")
+    rows.extend(" %-20s | %d" % (k, v) for k, v in sorted(counts.items()))
     return "\n".join(rows)

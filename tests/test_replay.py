@@ -386,3 +386,18 @@ def test_different_random_seeds(tmp_path, flag, differ):
     assert code == 0, err
     results = re.findall(r"\*\* Result with test runner Interpreter \*\*\n(.*)", out)
     assert len(results) == 2 and (results[0] != results[1]) == differ, out
+
+
+def test_isolate_instructions_table(wrong_exp, tmp_path):
+    f = tmp_path / "axpy.hlo"
+    f.write_text(AXPY)
+    code, out, _ = _invoke(["replay", "--platform", wrong_exp, "--isolate_instructions",
+                            "--run_test_hlo_passes=false", str(f)])
+    lines = out.splitlines()
+    head = lines.index(" Reference            | Test                 | Module"
+                       "                        | Status")
+    assert lines[head + 1] == "-" * 110
+    rows = {line.split("|")[2].strip(): line for line in lines[head + 2:] if line.count("|") == 3}
+    assert rows["isolated_e"].startswith(" MISMATCH             | MISMATCH             | ")
+    assert rows["isolated_m"].startswith(" MATCHED              | MATCHED              | ")
+    assert code == 1
