@@ -181,7 +181,7 @@ class _Reducer:
         self.evaluations += 1
         try:
             ok = bool(self.predicate(text, args))
-        except HlocError:
+        except Exception:       # noqa: BLE001 - a candidate that breaks hloc is not kept
             ok = False
         if ok:
             self.best, self.size, self.args = text, size, args
@@ -364,7 +364,8 @@ def mismatch_predicate(config) -> Callable[[str], bool]:
 
 
 def message_predicate(message: str, config=None) -> Callable[[str], bool]:
-    """Holds when replaying the module fails with an hloc error containing `message`."""
+    """Holds when replaying the module fails with an hloc error containing `message`
+    (or an internal error whose `Type: text` contains it)."""
     from .replay import ReplayConfig, replay_module
 
     def holds(text: str, args=None) -> bool:
@@ -372,6 +373,8 @@ def message_predicate(message: str, config=None) -> Callable[[str], bool]:
             replay_module(_parse(text), config or ReplayConfig(), inputs=args)
         except HlocError as e:
             return message in e.message
+        except Exception as e:  # noqa: BLE001 - an internal error is what users reduce
+            return message in f"{type(e).__name__}: {e}"
         return False
     return holds
 

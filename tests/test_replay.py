@@ -401,3 +401,40 @@ def test_isolate_instructions_table(wrong_exp, tmp_path):
     assert rows["isolated_e"].startswith(" MISMATCH             | MISMATCH             | ")
     assert rows["isolated_m"].startswith(" MATCHED              | MATCHED              | ")
     assert code == 1
+
+
+class FailingOpBackend(InterpreterBackend):
+    """Test only: the interpreter, except that one opcode raises an internal error."""
+    runner_name = "Failing"
+
+    def __init__(self, opcode):
+        self.opcode = opcode
+        self.name = f"failing-{opcode}"
+
+    def execute(self, prepared, args):
+        from hloc.ops import REGISTRY
+        op = REGISTRY[self.opcode]
+        good = op.evaluate
+
+        def fail(inst, vals, ctx):
+            raise RuntimeError(f"planted crash in {inst.opcode}")
+        try:
+            object.__setattr__(op, "evaluate", fail)
+            return prepared.run(args)
+        finally:
+            object.__setattr__(op, "evaluate", good)
+
+
+def test_reduce_fails_with_message(tmp_path):
+    backend = FailingOpBackend("divide")
+    BACKENDS[backend.name] = backend
+    try:
+        out = tmp_path / "r.hlo"
+        src = os.path.join(DUMPS, "cnn_train_step.before_optimizations.hlo")
+        code, _, err = _invoke(["reduce", "--platform", backend.name, "--fails-with",
+                                "planted crash in divide", "-o", str(out), src])
+    finally:
+        del BACKENDS[backend.name]
+    assert code == 0, err
+    text = out.read_text()
+    assert "divide(" in text and _count(text) <= 4, text
