@@ -59,26 +59,30 @@ def broken_pipeline():
 
 
 class WrongOpBackend(InterpreterBackend):
-    """Test only: the interpreter, except that one opcode's results are 1% too large."""
+    """Test only: a back end whose code for one opcode is 1% off, as a broken emitter
+    would be: `prepare` multiplies every such instruction's result by 1.01 (a rewrite
+    of the module's text, so it relies on no interpreter internals) and runs that."""
     runner_name = "WrongExp"
 
     def __init__(self, opcode):
         self.opcode = opcode
         self.name = f"wrong-{opcode}"
 
-    def execute(self, prepared, args):
-        from hloc.ops import REGISTRY
-        op = REGISTRY[self.opcode]
-        good = op.evaluate
-
-        def wrong(inst, vals, ctx):
-            v = np.asarray(good(inst, vals, ctx))
-            return (v * 1.01).astype(v.dtype) if v.dtype.kind == "f" else v
-        try:
-            object.__setattr__(op, "evaluate", wrong)
-            return prepared.run(args)
-        finally:
-            object.__setattr__(op, "evaluate", good)
+    def prepare(self, module, *, seed):
+        line = re.compile(rf"^(\s*)(ROOT )?%?([\w.\-]+) = ((\w+)\[[^\]]*\]\S*) "
+                          rf"{re.escape(self.opcode)}\((.*)$")
+        out = []
+        for text in hloc.to_text(module).splitlines():
+            m = line.match(text)
+            if m is None:
+                out.append(text)
+                continue
+            ind, root, name, shape, ty, rest = m.groups()
+            out += [f"{ind}%{name}.planted = {shape} {self.opcode}({rest}",
+                    f"{ind}%{name}.k = {ty}[] constant(1.01)",
+                    f"{ind}%{name}.kb = {shape} broadcast(%{name}.k), dimensions={{}}",
+                    f"{ind}{root or ''}%{name} = {shape} multiply(%{name}.planted, %{name}.kb)"]
+        return super().prepare(hloc.parse("\n".join(out)), seed=seed)
 
 
 def _planted_backend(opcode):
@@ -404,25 +408,17 @@ def test_isolate_instructions_table(wrong_exp, tmp_path):
 
 
 class FailingOpBackend(InterpreterBackend):
-    """Test only: the interpreter, except that one opcode raises an internal error."""
+    """Test only: a back end whose compiler crashes on one opcode."""
     runner_name = "Failing"
 
     def __init__(self, opcode):
         self.opcode = opcode
         self.name = f"failing-{opcode}"
 
-    def execute(self, prepared, args):
-        from hloc.ops import REGISTRY
-        op = REGISTRY[self.opcode]
-        good = op.evaluate
-
-        def fail(inst, vals, ctx):
-            raise RuntimeError(f"planted crash in {inst.opcode}")
-        try:
-            object.__setattr__(op, "evaluate", fail)
-            return prepared.run(args)
-        finally:
-            object.__setattr__(op, "evaluate", good)
+    def prepare(self, module, *, seed):
+        if any(i.opcode == self.opcode for c in module.computations for i in c.instructions):
+            raise RuntimeError(f"planted crash in {self.opcode}")
+        return super().prepare(module, seed=seed)
 
 
 def test_reduce_fails_with_message(tmp_path):
