@@ -137,7 +137,9 @@ def replay_files(files: list[str], config, *, jobs: int = 1, inputs_spec=None, p
             return
         import concurrent.futures as cf
         import multiprocessing
-        ctx = multiprocessing.get_context("spawn")
+        # fork where there is one: workers start without importing hloc again
+        ctx = multiprocessing.get_context(
+            "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
         with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             futures = [pool.submit(_worker, (f, config, inputs_spec)) for f in files]
             for f, fut in zip(files, futures):
