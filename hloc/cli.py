@@ -2,11 +2,14 @@
 
 Errors are HlocError instances rendered as `file:line:col: error: message` plus the
 source line and a caret on stderr, with the error's exit code (2 for parse/verify).
-`--debug` shows Python tracebacks instead.
+`--debug` shows Python tracebacks instead. Any other exception is an internal error: one
+line, exit 4; Ctrl-C: one line, exit 130.
 """
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
 import click
 
@@ -42,6 +45,23 @@ class _Group(click.Group):
                 raise
             click.echo("error: out of memory (a value in this module is too large for this "
                        "machine)", err=True)
+            ctx.exit(4)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            if ctx.params.get("debug"):
+                traceback.print_exc()
+            click.echo("hloc: interrupted", err=True)
+            ctx.exit(130)
+        except BrokenPipeError:          # `hloc fmt big.hlo | head`: the reader left
+            sys.stdout = open(os.devnull, "w")
+            ctx.exit(141)
+        except Exception as e:           # the last line of defence: never a bare traceback
+            if ctx.params.get("debug"):
+                raise
+            message = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            click.echo(f"hloc: internal error: {type(e).__name__}: {message} (run with --debug "
+                       f"for the traceback; please report it)", err=True)
             ctx.exit(4)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .diagnostics import InputError
 from .inputs import flatten_leaves, save_npz
-from .ir.literal import TRUNCATE_AT, literal_to_string
+from .ir.literal import TEXT_ROWS_MAX, TRUNCATE_AT, literal_to_string, text_rows
 from .ir.shape import ArrayShape, TupleShape
 
 __all__ = ["BACKENDS", "Backend", "RunResult", "run_module", "result_text", "argument_text",
@@ -155,13 +155,14 @@ def _map_floats(v):
 def result_json(result: RunResult, *, print_values: bool = False) -> dict:
     """The `--json` object: module, backend, outputs (dtype, shape, values), timings.
 
-    "values" is present for leaves under 1000 elements, or always with print_values.
+    "values" is present for leaves under 1000 elements, or always with print_values, unless
+    a zero-element leaf has more than TEXT_ROWS_MAX rows (f32[1000000000000,0]).
     """
     outputs = []
     for s, v in zip(_leaf_shapes(result.shape), flatten_leaves(result.value, result.shape)):
         arr = np.asarray(v)
         entry = {"dtype": s.dtype.name, "shape": list(arr.shape)}
-        if print_values or arr.size < TRUNCATE_AT:
+        if (print_values or arr.size < TRUNCATE_AT) and text_rows(arr.shape) <= TEXT_ROWS_MAX:
             entry["values"] = _json_values(arr, s.dtype)
         outputs.append(entry)
     return {"module": result.module, "backend": result.backend, "outputs": outputs,

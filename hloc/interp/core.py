@@ -137,4 +137,5 @@ class Interpreter:
         if fn is None:
             why = inst.opdef.unsupported
             raise unsupported(inst, f"opcode {inst.opcode}" + (f": {why}" if why else ""))
-        return fn(inst, [env[id(o)] for o in inst.operands], ctx)
+        with np.errstate(all="ignore"):     # IEEE semantics: overflow, NaN ... are values
+            return fn(inst, [env[id(o)] for o in inst.operands], ctx)

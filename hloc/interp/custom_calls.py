@@ -44,6 +44,23 @@ def _leaf_dtypes(inst):
     return [s.dtype.np for s in inst.shape.leaves()]
 
 
+def _finite_batches(a):
+    """`a` with every matrix holding a NaN or infinity zeroed (NumPy's LAPACK wrappers raise
+    LinAlgError on them), and the mask of those matrices: their outputs are NaN and their
+    info 1 (LAPACK's output is unspecified there; JAX masks any info != 0 with NaN)."""
+    bad = ~np.isfinite(a).all(axis=(-2, -1))
+    if bad.any():
+        a = np.where(bad[..., None, None], np.zeros((), a.dtype), a)
+    return a, bad
+
+
+def _mask(x, bad):
+    x = np.array(x, copy=True)
+    if bad.any():
+        x[bad] = np.nan
+    return x
+
+
 def _info(batch_shape, values=None):
     out = np.zeros(batch_shape, dtype=np.int32)
     if values is not None:
@@ -165,9 +182,10 @@ def _syevd(inst, operands, ctx):
     mode = _char(attrs, "mode", "V")
     dts = _leaf_dtypes(inst)
     wt = np.complex128 if a.dtype.kind == "c" else np.float64
-    w, v = np.linalg.eigh(a.astype(wt), UPLO=uplo)
-    vecs = v.astype(dts[0]) if mode == "V" else a.copy()
-    return vecs, w.astype(dts[1]), _info(a.shape[:-2])
+    safe, bad = _finite_batches(a.astype(wt))
+    w, v = np.linalg.eigh(safe, UPLO=uplo)
+    vecs = _mask(v, bad).astype(dts[0]) if mode == "V" else a.copy()
+    return vecs, _mask(w, bad).astype(dts[1]), _info(a.shape[:-2], bad)
 
 
 def _gesdd(inst, operands, ctx):
@@ -176,14 +194,15 @@ def _gesdd(inst, operands, ctx):
     dts = _leaf_dtypes(inst)
     shapes = inst.shape.leaves()
     wt = np.complex128 if a.dtype.kind == "c" else np.float64
+    safe, bad = _finite_batches(a.astype(wt))
     if mode == "N":
-        s = np.linalg.svd(a.astype(wt), compute_uv=False)
+        s = np.linalg.svd(safe, compute_uv=False)
         u = np.zeros(shapes[2].dims, dts[2])
         vt = np.zeros(shapes[3].dims, dts[3])
     else:
-        u, s, vt = np.linalg.svd(a.astype(wt), full_matrices=(mode == "A"))
-        u, vt = u.astype(dts[2]), vt.astype(dts[3])
-    return a.copy(), s.astype(dts[1]), u, vt, _info(a.shape[:-2])
+        u, s, vt = np.linalg.svd(safe, full_matrices=(mode == "A"))
+        u, vt = _mask(u, bad).astype(dts[2]), _mask(vt, bad).astype(dts[3])
+    return a.copy(), _mask(s, bad).astype(dts[1]), u, vt, _info(a.shape[:-2], bad)
 
 
 def _geev(inst, operands, ctx):
@@ -195,13 +214,14 @@ def _geev(inst, operands, ctx):
     if _char(attrs, "compute_left", "N") != "N":
         raise ctx.unsupported(inst, "geev with left eigenvectors")
     shapes = inst.shape.leaves()
-    w, v = np.linalg.eig(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64))
-    w = w.astype(np.complex128)
+    safe, bad = _finite_batches(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64))
+    w, v = np.linalg.eig(safe)
+    w, v = _mask(w.astype(np.complex128), bad), _mask(v, bad)
     right = _char(attrs, "compute_right", "V") == "V"
     vl = np.zeros(shapes[-3].dims, shapes[-3].dtype.np)
     vr = v.astype(shapes[-2].dtype.np) if right else np.zeros(shapes[-2].dims,
                                                                 shapes[-2].dtype.np)
-    info = _info(a.shape[:-2])
+    info = _info(a.shape[:-2], bad)
     if a.dtype.kind == "c":
         return w.astype(shapes[0].dtype.np), vl, vr, info
     return (w.real.astype(shapes[0].dtype.np), w.imag.astype(shapes[1].dtype.np), vl, vr,

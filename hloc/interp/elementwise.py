@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.dtypes import DTYPES
 from ..ops import REGISTRY
 from . import conversions as C
 from . import numerics as N
@@ -55,7 +56,18 @@ def _arrays(operands):
 
 def _unary(kernel):
     def evaluate(inst, operands, ctx):
-        return _run(inst, ctx, kernel, _dtype(inst), np.asarray(operands[0]))
+        src, dt, x = _dtype(inst), inst.shape.dtype, np.asarray(operands[0])
+        if src is not dt and src.kind == "float" and dt.kind == "float":
+            # Mixed precision (`f32[] sine(f16[])`): as for binary ops, the operand is
+            # converted to the result type first.
+            x, src = _run_convert(inst, ctx, x, src, dt), dt
+        elif src.kind == "complex" and dt.kind == "float":
+            part = DTYPES["f32" if src.name == "c64" else "f64"]   # abs, real, imag
+            if part is not dt:                                     # `f64[] abs(c64[])`
+                with np.errstate(all="ignore"):
+                    y = kernel(src, x)
+                return _run_convert(inst, ctx, y, part, dt)
+        return _run(inst, ctx, kernel, src, x)
     return evaluate
 
 
@@ -99,7 +111,19 @@ def deep_copy(value):
 
 @evaluates("copy")
 def _copy(inst, operands, ctx):
-    return deep_copy(operands[0])
+    return _copy_as(inst, ctx, operands[0], inst.operands[0].shape, inst.shape)
+
+
+def _copy_as(inst, ctx, value, src, dst):
+    """A copy of value; array leaves whose float type the (mixed-precision) result shape
+    changes are converted to it."""
+    if isinstance(value, tuple):
+        return tuple(_copy_as(inst, ctx, v, s, d)
+                     for v, s, d in zip(value, src.elements, dst.elements))
+    s, d = getattr(src, "dtype", None), getattr(dst, "dtype", None)
+    if s is not None and d is not None and s is not d and s.kind == d.kind == "float":
+        return _run_convert(inst, ctx, np.asarray(value), s, d)
+    return deep_copy(value)
 
 
 @evaluates("complex")

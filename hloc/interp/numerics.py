@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from ..ir.dtypes import DType
+from . import libm as _libm
 
 _U64 = np.uint64
 _I64 = np.int64
@@ -134,17 +135,29 @@ def _float_fn(fn, complex_fn=None, allow_complex=True):
     return kernel
 
 
-def libm(fn):
-    """`fn` as a correctly rounded f32 libm function (glibc's sinf, expf ... which XLA:CPU
-    and HloEvaluator call): float32 arguments are computed in float64 and rounded once;
-    NumPy's own float32 loops are SIMD approximations several ULP off. Other types are
-    passed through."""
+def libm(name: str):
+    """libm's scalar `name` (hloc.interp.libm) as HloEvaluator calls it, on every machine
+    the same: float64 arguments directly; float32 ones computed in float64 and rounded
+    once (glibc's sinf, expf ... are correctly rounded; NumPy's own float32 loops are SIMD
+    approximations several ULP off, and its float64 ones differ by CPU). Complex
+    arguments go to NumPy's complex ufunc (scalar C loops, the same on every machine)."""
+    fn = _libm.function(name)
+    complex_fn = getattr(np, _NUMPY_NAMES.get(name, name))
+
     def wrapped(*args):
-        if any(np.asarray(a).dtype == np.float32 for a in args):
-            return fn(*(np.asarray(a, dtype=np.float64) for a in args)).astype(np.float32)
-        return fn(*args)
-    wrapped.__name__ = getattr(fn, "__name__", "libm")
+        arrays = [np.asarray(a) for a in args]
+        if any(a.dtype.kind == "c" for a in arrays):
+            return complex_fn(*arrays)
+        y = fn(*arrays)
+        if any(a.dtype == np.float32 for a in arrays):
+            return y.astype(np.float32)
+        return y
+    wrapped.__name__ = name
     return wrapped
+
+
+_NUMPY_NAMES = {"pow": "power", "atan2": "arctan2", "asin": "arcsin", "acos": "arccos",
+                "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh"}
 
 
 def _round_afz(x):
@@ -152,25 +165,49 @@ def _round_afz(x):
     return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
-_EXP = libm(np.exp)
-_EXPM1 = libm(np.expm1)
-_LOG = libm(np.log)
-_LOG1P = libm(np.log1p)
-_CBRT = libm(np.cbrt)
-_SIN = libm(np.sin)
-_COS = libm(np.cos)
-_TAN = libm(np.tan)
-_TANH = libm(np.tanh)
-_ARCCOS = libm(np.arccos)
-_ARCCOSH = libm(np.arccosh)
-_ARCSIN = libm(np.arcsin)
-_ARCSINH = libm(np.arcsinh)
-_ARCTAN = libm(np.arctan)
-_ARCTANH = libm(np.arctanh)
-_SINH = libm(np.sinh)
-_COSH = libm(np.cosh)
-_POWER = libm(np.power)
-_ARCTAN2 = libm(np.arctan2)
+_EXP = libm("exp")
+_EXPM1 = libm("expm1")
+_LOG = libm("log")
+_LOG1P = libm("log1p")
+_LIBM_CBRT = libm("cbrt")
+_SIN = libm("sin")
+_COS = libm("cos")
+_TAN = libm("tan")
+_TANH = libm("tanh")
+_ARCCOS = libm("acos")
+_ARCCOSH = libm("acosh")
+_ARCSIN = libm("asin")
+_ARCSINH = libm("asinh")
+_ARCTAN = libm("atan")
+_ARCTANH = libm("atanh")
+_SINH = libm("sinh")
+_COSH = libm("cosh")
+_POWER = libm("pow")
+_ARCTAN2 = libm("atan2")
+
+
+def _cbrt(x):
+    """libm's cbrt, made exact where the cube root is representable: glibc returns
+    cbrt(-27) = -3.0000000000000004. An exact root has at most 18 significant bits (its
+    cube fits in 53), so y rounded to 18 bits is the only candidate; it replaces y where
+    its cube is exactly x (Dekker products with no error)."""
+    y = _LIBM_CBRT(x)
+    if x.dtype != np.float64:
+        return y          # computed in float64 and rounded once: exact cubes come out exact
+    with np.errstate(all="ignore"):
+        m, e = np.frexp(y)
+        c = np.ldexp(np.rint(m * 2.0 ** 18), e - 18)
+        maybe = np.flatnonzero((c * c * c == x) & (c != y) & (np.abs(x) < 1e300)
+                               & (np.abs(x) > 1e-290))
+        if maybe.size == 0:
+            return y
+        cm, xm = c.reshape(-1)[maybe], x.reshape(-1)[maybe]
+        sq, e1 = _two_prod(cm, cm)
+        cube, e2 = _two_prod(sq, cm)
+        exact = (e1 == 0) & (e2 == 0) & (cube == xm)
+    out = y.copy()
+    out.reshape(-1)[maybe[exact]] = cm[exact]
+    return out
 
 
 def xla_expm1(x):
@@ -334,7 +371,7 @@ UNARY = {
     "logistic": _float_fn(_logistic),
     "sqrt": _float_fn(np.sqrt),
     "rsqrt": _float_fn(_rsqrt),
-    "cbrt": _float_fn(_CBRT, allow_complex=False),
+    "cbrt": _float_fn(_cbrt, allow_complex=False),
     "sine": _float_fn(_SIN),
     "cosine": _float_fn(_COS),
     "tan": _float_fn(_TAN),

@@ -29,6 +29,9 @@ __all__ = [
 
 TRUNCATE_AT = 1000          # literal_comparison::ToStringTruncated
 CONSTANT_INLINE_MAX = 10    # HloConstantInstruction prints <= 10 elements inline
+# A zero-element array can have any number of rows (f32[1000000000000,0]); XLA would print
+# each as `{  }`. Beyond this many we print one summary line instead of hanging.
+TEXT_ROWS_MAX = 100_000
 
 
 class LiteralError(ValueError):
@@ -1099,7 +1102,8 @@ def format_constant(shape: Shape, value, *, print_large: bool = False) -> str:
         if not print_large:
             return "{...}"
         return _oneline_tuple(shape, value)
-    if not print_large and shape.size > CONSTANT_INLINE_MAX:
+    if (not print_large and shape.size > CONSTANT_INLINE_MAX) or \
+            text_rows(shape.dims) > TEXT_ROWS_MAX:
         return "{...}"
     return _dense_text(shape.dtype, np.asarray(value, dtype=shape.dtype.np), oneline=True)
 
@@ -1110,6 +1114,8 @@ def _oneline_tuple(shape: TupleShape, value) -> str:
         if isinstance(sub, TupleShape):
             parts.append(_oneline_tuple(sub, v))
         elif isinstance(sub, ArrayShape) and sub.dtype.is_array:
+            if text_rows(sub.dims) > TEXT_ROWS_MAX:
+                return "{...}"
             parts.append(_dense_text(sub.dtype, np.asarray(v, dtype=sub.dtype.np), oneline=True))
         else:
             parts.append("token")
@@ -1124,10 +1130,28 @@ def _element_count(shape: Shape) -> int:
     return 0
 
 
+def text_rows(dims) -> int:
+    """How many innermost `{...}` rows the dense text of an array with these dims has."""
+    return math.prod(dims[:-1]) if len(dims) > 1 else 1
+
+
+def _too_many_rows(shape: Shape) -> int:
+    """The row count of the first leaf whose text is too long to build, else 0."""
+    if isinstance(shape, TupleShape):
+        return next((n for n in map(_too_many_rows, shape.elements) if n), 0)
+    if isinstance(shape, ArrayShape) and shape.dtype.is_array:
+        n = text_rows(shape.dims)
+        return n if n > TEXT_ROWS_MAX else 0
+    return 0
+
+
 def literal_to_string(shape: Shape, value, *, print_all: bool = False) -> str:
     """Literal::ToString; at >= 1000 elements XLA's ToStringTruncated text unless print_all."""
     if not print_all and _element_count(shape) >= TRUNCATE_AT:
         return "[TRUNCATED, Literal with more than 1000 values]"
+    rows = _too_many_rows(shape)
+    if rows and _element_count(shape) < TRUNCATE_AT:
+        return f"[TRUNCATED, Literal with {_element_count(shape)} values in {rows} rows]"
     return _to_string(shape, value)
 
 

@@ -220,7 +220,10 @@ def _dynamic_update_slice_infer(ops, attrs, inst):
 def _concatenate_infer(ops, attrs, inst):
     if not ops:
         fail("Concatenate expects at least one argument.")
-    (dimension,) = _dims(attrs) or (-1,)
+    dims = _dims(attrs) or (-1,)
+    if len(dims) != 1:          # XLA's parser rejects these (dimensions->size() != 1)
+        fail(f"Concatenate expects exactly one dimension, got {len(dims)}.")
+    (dimension,) = dims
     first = ops[0]
     expect_array(first, "operand of concatenation")
     if dimension < 0 or dimension >= first.rank:

@@ -134,12 +134,17 @@ def _map_infer(ops, attrs, inst):
 def _sort_infer(ops, attrs, inst):
     if not ops:
         fail("Expected at least 1 operand for sort")
+    for s in ops:
+        expect_array(s, "sort")
     keys = ops[0]
     for i, s in enumerate(ops[1:], 1):
         if s.dims != keys.dims:
             fail(f"Sort keys and values dimensions must match. Keys shape is: {human(keys)}\n, "
                  f"Values shape (operand index {i}) is: {human(s)}")
-    (dim,) = tuple(attrs.get("dimensions", ())) or (0,)
+    dims = tuple(attrs.get("dimensions", ())) or (0,)
+    if len(dims) != 1:          # XLA's parser takes exactly one
+        fail(f"Sort expects exactly one dimension, got {len(dims)}.")
+    (dim,) = dims
     if dim < 0 or dim >= max(keys.rank, 1):
         fail(f"dimension for sort is out of range: {dim} in shape {human(keys)}")
     comp = attrs.get("to_apply")
@@ -176,7 +181,10 @@ def _topk_infer(ops, attrs, inst):
 def _scan_infer(ops, attrs, inst):
     if not ops:
         fail("Scan expects at least one operand.")
-    (dim,) = tuple(attrs.get("dimensions", ())) or (0,)
+    dims = tuple(attrs.get("dimensions", ())) or (0,)
+    if len(dims) != 1:          # XLA's parser takes exactly one
+        fail(f"Sort expects exactly one dimension, got {len(dims)}.")
+    (dim,) = dims
     if dim < 0 or dim >= ops[0].rank:
         fail(f"Scan dimension {dim} is out of bounds for operand {human(ops[0])}.")
     length = ops[0].dims[dim]

@@ -428,8 +428,8 @@ class Lexer:
         text = self.text
         try:
             # Find the shape's extent cheaply, then parse through the shape cache.
-            if text[pos] == "(" or text.startswith("b(", pos):
-                end = self.scan_balanced(pos + (text[pos] == "b"))
+            if text.startswith("(", pos) or text.startswith("b(", pos):
+                end = self.scan_balanced(pos + text.startswith("b", pos))
             else:
                 m = _ARRAY_SHAPE_RE.match(text, pos)
                 end = m.end() if m else -1
