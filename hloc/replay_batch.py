@@ -112,6 +112,10 @@ def replay_file(path: str, config, inputs_spec=None) -> FileResult:
     except (RecursionError, MemoryError) as e:
         return FileResult(path, "error", None, out.getvalue(), err.getvalue(),
                           f"error: {type(e).__name__}")
+    except Exception as e:  # noqa: BLE001 - one file's internal error must not stop the rest
+        msg = f"internal error: {type(e).__name__}: {e}"
+        return FileResult(path, "internal", None, out.getvalue(), err.getvalue() + msg + "\n",
+                          msg)
     return FileResult(path, "ok" if outcome.ok else "mismatch", outcome, out.getvalue(),
                       err.getvalue(), outcome.message)
 
