@@ -109,7 +109,8 @@ def _add_commands() -> None:
     from .cli_check import check
     from .cli_graph import graph
     from .cli_opt import opt
-    from .cli_replay import bisect_command, reduce_command, replay
+    from .cli_replay import replay
+    from .cli_triage import bisect_command, reduce_command
     from .cli_run import run
     main.add_command(check)
     main.add_command(graph)
