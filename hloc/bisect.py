@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from .compare import ErrorSpec, near
 
-__all__ = ["BisectResult", "bisect", "PassRecorder", "changed_computations"]
+__all__ = ["BisectResult", "bisect", "PassRecorder", "changed_computations", "minimal_pair"]
 
 
 class PassRecorder:
@@ -56,6 +56,7 @@ class BisectResult:
     instruction: str = ""
     scores: list = field(default_factory=list)
     evaluations: int = 0
+    pair: tuple | None = None      # (before, after, arguments): the smallest module pair
 
 
 def _blocks(text: str) -> list[str]:
@@ -74,10 +75,11 @@ def changed_computations(before: str, after: str) -> tuple[str, str]:
 
 def bisect(module, args: list, *, test_backend: str = "interpreter", pipeline=None,
            spec: ErrorSpec = ErrorSpec(), run_passes: bool | None = None, path: str = "",
-           progress=None) -> BisectResult:
+           shrink: bool = True, progress=None) -> BisectResult:
     """Find what breaks `module` on `args`; `pipeline` () -> Pass (default pipeline).
     `run_passes` as replay's run_test_passes: None runs them unless `module` (read from
-    `path`) is an after-optimizations dump, which goes straight to the instructions."""
+    `path`) is an after-optimizations dump, which goes straight to the instructions.
+    With `shrink`, a pass bug also gets `pair`: see minimal_pair."""
     from .progress import NULL
     from .replay import (DEFAULT_SEED, clone_module, is_after_optimizations, optimized_copy,
                          run_side)
@@ -123,6 +125,9 @@ def bisect(module, args: list, *, test_backend: str = "interpreter", pipeline=No
         result.summary = (f"pass {name} (pipeline {pipeline_name!r}, change {hi + 1} of "
                           f"{len(recorder.snapshots)}) introduces the mismatch: the module "
                           f"agrees with the reference before it and not after it")
+        if shrink:
+            with progress.phase("reduce", f"before/after {name}"):
+                result.pair = minimal_pair(before, args, name, spec)
         return result
     from .isolate import instruction_scores
     with progress.phase("isolate", test_backend):
@@ -144,3 +149,38 @@ def bisect(module, args: list, *, test_backend: str = "interpreter", pipeline=No
                       f"({bad.status}: max abs error {bad.max_abs:.3g}, max rel error "
                       f"{bad.max_rel:.3g}, {bad.ulps} ULPs)")
     return result
+
+
+def minimal_pair(before: str, args: list, pass_name: str, spec: ErrorSpec):
+    """(before, after, arguments): the smallest module (hloc.reduce, keeping the values
+    the module computed) on which running the registered pass `pass_name` alone changes
+    the interpreter's result beyond `spec`, the module the pass makes of it, and its
+    arguments; None when the pass is not registered or the effect needs more passes."""
+    from .passes import PASSES, get_pass
+    from .passes.driver import optimize
+    from .printer import module_to_text
+    from .reduce import reduce_module
+    from .replay import DEFAULT_SEED, run_side
+    from .syntax import parse_module
+    if pass_name not in PASSES:
+        return None
+
+    def after_pass(text: str) -> str:
+        m = parse_module(text, "<before>")
+        optimize(m, get_pass(pass_name), verify_each=False, force=True)
+        return module_to_text(m)
+
+    def breaks(text: str, values) -> bool:
+        ref, _, _ = run_side(parse_module(text, "<before>"), values, "interpreter",
+                             DEFAULT_SEED)
+        got, _, _ = run_side(parse_module(after_pass(text), "<after>"), values,
+                             "interpreter", DEFAULT_SEED)
+        return not near(ref, got, spec).ok
+    from .diagnostics import HlocError
+    try:
+        if not breaks(before, args):
+            return None
+        r = reduce_module(before, breaks, inputs=args)
+    except HlocError:
+        return None
+    return r.text, after_pass(r.text), r.arguments

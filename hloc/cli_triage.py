@@ -74,11 +74,15 @@ def bisect_command(file, platform, inputs, abs_error_bound, rel_error_bound, tab
     finally:
         progress.close()
     click.echo(result.summary)
-    if result.kind == "pass":
+    if result.kind == "pass" and result.pair is None:
         diff = difflib.unified_diff(result.before.splitlines(), result.after.splitlines(),
                                     f"before {result.pass_name}", f"after {result.pass_name}",
                                     lineterm="", n=2)
         click.echo("\n".join(diff))
+    if result.pair is not None:
+        small_before, small_after, _ = result.pair
+        click.echo(f"\nsmallest module the pass breaks on its own (before {result.pass_name}):\n"
+                   f"{small_before}\nafter {result.pass_name}:\n{small_after}", nl=False)
     elif result.kind == "instruction":
         click.echo(f"isolated module of %{result.instruction}:\n{result.after}", nl=False)
     raise SystemExit(0 if result.kind == "none" else 1)

@@ -263,11 +263,20 @@ def test_bisect_names_the_planted_pass():
     from hloc.bisect import bisect
     m = hloc.parse_file(BERT)
     args = hloc.fake_arguments(m)
-    r = bisect(m, args, pipeline=broken_pipeline)
+    from hloc.passes import PASSES
+    PASSES[PlantedBrokenPass.name] = PlantedBrokenPass    # so the pair can be shrunk
+    try:
+        r = bisect(m, args, pipeline=broken_pipeline)
+    finally:
+        del PASSES[PlantedBrokenPass.name]
     assert r.kind == "pass" and r.pass_name == "planted-broken-pass", r.summary
     assert "multiply(" in r.before and r.before != r.after
     # the passes before it changed the module and still agree: the search found the first
     assert r.step > 0
+    small_before, small_after, small_args = r.pair
+    assert _count(small_before) <= 5, small_before
+    assert " multiply(" in small_before and " multiply(" not in small_after
+    assert len(small_args) == len(hloc.parse(small_before).entry.parameters)
 
 
 def test_bisect_names_the_miscomputing_instruction(wrong_exp, tmp_path):
