@@ -89,7 +89,7 @@ def bisect(module, args: list, *, test_backend: str = "interpreter", pipeline=No
         reference, _, _ = run_side(module, args, "interpreter", DEFAULT_SEED)
     recorder = PassRecorder()
     if run_passes is False or (run_passes is None and is_after_optimizations(module, path)):
-        optimized = clone_module(module, "<test module>")
+        optimized = clone_module(module, f"<test module of {module.name}>")
     else:
         with progress.phase("passes"):
             optimized = optimized_copy(module, pipeline() if pipeline else None,

@@ -91,10 +91,11 @@ def is_after_optimizations(module, path: str = "") -> str | None:
 
 
 def optimized_copy(module, pipeline=None, *, force: bool = True, dumper=None):
-    """A copy of `module` after `pipeline` (default: hloc's default pipeline)."""
+    """A copy of `module` after `pipeline` (default: hloc's default pipeline); error
+    locations in it refer to its printed text, named `<test module of NAME>`."""
     from .passes import default_pipeline
     from .passes.driver import optimize
-    copy = clone_module(module, "<test module>")
+    copy = clone_module(module, f"<test module of {module.name}>")
     optimize(copy, pipeline if pipeline is not None else default_pipeline(),
              verify_each=False, force=force, dumper=dumper)
     return copy
@@ -169,7 +170,7 @@ def replay_module(module, config: ReplayConfig, *, path: str = "", inputs: list 
                                          force=config.run_test_passes is True)
         outcome.optimized = True
     else:
-        test_module = clone_module(module, "<test module>")
+        test_module = clone_module(module, f"<test module of {module.name}>")
     ref_module = module
     if config.reference_backend not in (None, "interpreter") and config.run_reference_passes \
             and after is None:
