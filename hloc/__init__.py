@@ -4,7 +4,8 @@ Python API:
     module = hloc.parse(text)              # -> hloc.ir.module.Module (raises HlocError)
     text = hloc.to_text(module)            # XLA dump style
     out = hloc.run(module, x, y)           # run the ENTRY computation (also module.run(x, y))
-    out = module.run(x, backend="interpreter")
+    out = module.run(x, backend="interpreter")     # or backend="cpu": compiled with LLVM
+    exe = hloc.compile(module); exe.run([x, y])    # compile once, call many times
     args = hloc.fake_arguments(module, seed=42)   # run_hlo_module-style random inputs
     outs = hloc.load_outputs("out.npz")    # `hloc run --output` leaves, real dtypes (bf16 ...)
     dot = hloc.graph(module, around="add.5")      # DOT; hloc.graph.graph_html(...) for a page
@@ -42,6 +43,17 @@ def run(module, *args, backend: str = "interpreter", seed: int = 42):
     from .runner import run_module
     bound = bind_arguments(module, list(args), convert=True)
     return run_module(module, bound, backend=backend, seed=seed).value
+
+
+def compile(module, *, numerics: str = "xla-cpu", cache_dir=None, optimize: bool | None = None):
+    """Compile `module` to native code (hloc.backend): returns an Executable whose
+    `run(args)` takes one NumPy array per ENTRY parameter (exact types, as `run`). The
+    default HLO pipeline runs first unless the module is already optimised (`optimize`
+    True/False forces it on/off); `cache_dir` enables the on-disk object cache."""
+    from .backend import compile_module
+    from .cli_backend import prepare_for_cpu
+    return compile_module(prepare_for_cpu(module, optimize), numerics=numerics,
+                          cache_dir=cache_dir)
 
 
 def fake_arguments(module, *, seed: int = 42, use_large_float_range: bool = False) -> list:

@@ -106,6 +106,7 @@ def fmt(file, output, short, pick):
 
 
 def _add_commands() -> None:
+    from .cli_backend import emit_llvm_command
     from .cli_check import check
     from .cli_graph import graph
     from .cli_opt import opt
@@ -113,6 +114,7 @@ def _add_commands() -> None:
     from .cli_triage import bisect_command, reduce_command
     from .cli_run import run
     main.add_command(check)
+    main.add_command(emit_llvm_command)
     main.add_command(graph)
     main.add_command(opt)
     main.add_command(replay)

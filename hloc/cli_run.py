@@ -74,8 +74,8 @@ _HELP = """Run MODULE (HLO text) on inputs or on fake arguments and show the res
 \b
 MODULE may be a dump directory: the HLO files there are listed, and --pick TEXT takes
 the one whose name contains TEXT. run_hlo_module's spellings are understood:
---input_module=F, --input_format=hlo, --platform=interpreter (cpu: refused until the
-compiled back end exists), --print_literals, --abs_error_bound/--rel_error_bound and
+--input_module=F, --input_format=hlo, --platform=interpreter or cpu (the compiled back
+end, as --backend cpu), --print_literals, --abs_error_bound/--rel_error_bound and
 any option below with underscores; --reference_platform, --xla_dump_to and the pass
 flags are refused with what to do instead.
 
@@ -124,7 +124,13 @@ Exit status: 0 ok, 1 mismatch with --expected, 2 bad input or parse/verify error
 @click.option("--use-large-float-range", is_flag=True,
               help="Fake floats over the whole range instead of [-0.1, 0.2).")
 @click.option("--backend", default="interpreter", show_default=True, metavar="NAME",
-              help="Where to run the module (hloc.runner.BACKENDS; now: interpreter).")
+              help="interpreter, or cpu (compiled with LLVM); Where to run the module (hloc.runner.BACKENDS; now: interpreter).")
+@click.option("--numerics", type=click.Choice(["xla-cpu", "ieee"]), default="xla-cpu",
+              show_default=True, help="cpu: XLA:CPU's numerics (FTZ/DAZ, FMA contraction, "
+                                      "reassociated reductions) or IEEE (no flush, no contraction).")
+@click.option("--opt/--no-opt", "hlo_opt", default=None,
+              help="cpu: run (or skip) the default HLO pipeline before compiling (default: "
+                   "only for modules that are not optimised yet).")
 @click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
               help="Runs on the same arguments (run_hlo_module draws new ones per "
                    "iteration); each is timed on stderr.")
@@ -148,8 +154,8 @@ Exit status: 0 ok, 1 mismatch with --expected, 2 bad input or parse/verify error
               help="Also print the arguments as '** Argument i **' blocks.")
 @click.option("--no-verify", is_flag=True, help="Skip the HLO verifier.")
 def run(module, pick, inputs, positional, literals, seed, use_large_float_range, backend,
-        iterations, output, expected, abs_error_bound, rel_error_bound, as_json,
-        print_values, print_all, print_literals, no_verify):
+        numerics, hlo_opt, iterations, output, expected, abs_error_bound, rel_error_bound,
+        as_json, print_values, print_all, print_literals, no_verify):
     import json
 
     from .cli_common import cli_progress, load_modules
@@ -179,6 +185,9 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
             with progress.phase("fake arguments"):
                 args = make_fake_arguments(m, seed=seed,
                                            use_large_float_range=use_large_float_range)
+        if backend == "cpu":
+            from .cli_backend import configure_cpu
+            configure_cpu(numerics=numerics, opt=hlo_opt)
         runner = get_backend(backend).runner_name
         if print_literals and not as_json:
             click.echo(argument_text(m, args, print_all=print_all))
@@ -198,7 +207,9 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
     if output:
         save_outputs(output, result.shape, result.value)
     if as_json:
-        click.echo(json.dumps(result_json(result, print_values=print_values or print_all)))
+        obj = result_json(result, print_values=print_values or print_all)
+        obj.update(getattr(get_backend(backend), "json_extra", dict)())
+        click.echo(json.dumps(obj))
     else:
         if print_literals:
             click.echo(f"** Result with test runner {runner} **")

@@ -58,6 +58,14 @@ class InterpreterBackend(Backend):
 BACKENDS: dict[str, Backend] = {"interpreter": InterpreterBackend()}
 
 
+def _add_compiled_backend() -> None:
+    from .cli_backend import CpuBackend     # the compiled back end (hloc.backend)
+    BACKENDS["cpu"] = CpuBackend()
+
+
+_add_compiled_backend()
+
+
 def get_backend(name: str) -> Backend:
     backend = BACKENDS.get(name)
     if backend is None:

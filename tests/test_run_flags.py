@@ -60,7 +60,6 @@ def test_input_module_and_print_literals(mod):
 
 
 @pytest.mark.parametrize("flags,words", [
-    (["--platform=cpu"], "compiled CPU back end is not there yet"),
     (["--platform=cuda"], "no GPU back end"),
     (["--reference_platform=interpreter"], "--expected OUT.npz"),
     (["--input_format=pb"], "HLO text only"),
@@ -85,6 +84,13 @@ def test_platform_table_follows_the_registered_backends(mod, monkeypatch):
     monkeypatch.setitem(runner.BACKENDS, "cpu", runner.BACKENDS["interpreter"])
     r = invoke("run", mod, *ARGS, "--platform=cpu")
     assert r.exit_code == 0 and r.stdout == OUT
+
+
+def test_platform_cpu_runs_the_compiled_back_end(mod, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    r = invoke("run", mod, *ARGS, "--platform=cpu", "--print_literals")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.endswith("** Result with test runner CPU **\n" + OUT)
 
 
 def test_opt_maps_xla_pass_flags(mod, tmp_path):

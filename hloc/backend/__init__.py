@@ -1,0 +1,54 @@
+"""The compiled back end: HLO modules to native code through llvmlite.
+
+Layout (one job per module):
+  registry.py     `@emits` / `@emits_kernel`: attach element generators / kernel emitters
+                  to the OpDefs (OpDef.emit), twin of the interpreter's `@evaluates`
+  types.py        element types in LLVM: storage vs compute types, bf16/f16 by bits
+  loops.py        `for_range` / `loop_nest`, Index (multi-index + physical linear offset)
+  context.py      ModuleContext (llvm module, options, declarations) and KernelBuilder
+                  (one function: builder, fast-math flags, per-kernel value cache)
+  elementwise.py  the elementwise table (unary/binary rows), compare, select, clamp
+  conversions.py  convert, bitcast-convert
+  structural.py   data movement generators (broadcast ... dynamic-update-slice)
+  reductions.py   reduce, dot, map (loops inside generators; inlined to_apply)
+  indexing.py     gather (generator, clamped) and scatter (kernel, dropped windows)
+  windows.py      reduce-window (generator)
+  convolution.py  convolution (generator; groups, dilations, padding, reversal)
+  sorting.py      sort (kernel; comparator inlined)
+  custom_calls.py topk and the custom-call table (TopK, identity targets)
+  linalg.py       triangular-solve (kernel, substitution in place)
+  fft.py          fft (direct DFT per element, f64)
+  rng.py          rng-bit-generator (Philox / ThreeFry, bit-exact with the interpreter)
+  kernels.py      one kernel function per fusion / unfused op (work-group ABI)
+  buffers.py      buffer plan: aliases, outputs in place, arena reuse by live range
+  computation.py  one function per HLO computation; while/conditional/call in LLVM
+  runtime.py      the allowlist of native symbols and the object-file check
+  jit.py          lowering, new-PM optimisation, object emission, MCJIT loading
+  cache.py        the on-disk object cache
+  executable.py   Executable: NumPy arguments/results bound to the native entry
+"""
+from __future__ import annotations
+
+from . import (conversions, convolution, custom_calls, elementwise, fft,  # noqa: F401
+               indexing, linalg, reductions, rng, sorting, structural, windows)
+from .context import Options
+from .executable import Executable
+from .jit import lower, optimize
+
+__all__ = ["Options", "Executable", "compile_module", "lower", "optimize", "emit_llvm"]
+
+
+def compile_module(module, *, numerics: str = "xla-cpu", cache_dir=None,
+                   opt_level: int = 3) -> Executable:
+    """Compile `module` (as it is: run passes before if wanted) into an Executable."""
+    return Executable(module, Options(numerics, opt_level), cache_dir)
+
+
+def emit_llvm(module, *, numerics: str = "xla-cpu", optimized: bool = True,
+              opt_level: int = 3) -> str:
+    """The LLVM IR of `module`: after LLVM's passes (what runs) or before them."""
+    options = Options(numerics, opt_level)
+    lowered = lower(module, options)
+    if not optimized:
+        return lowered.ir_text
+    return str(optimize(lowered.ir_text, options))

@@ -1,0 +1,232 @@
+"""One native function per HLO computation, control flow included.
+
+`void @comp.<name>(ptr %params, ptr %outs, ptr %temp)`: `params`/`outs` are arrays of
+leaf pointers, `temp` the computation's arena (hloc.backend.buffers). Instructions run
+in order: a kernel call per fusion or op, while / conditional / call as LLVM loops,
+switches and calls of the callees' functions — no Python between ops or iterations.
+The closed match below is over the structural kinds only; everything else is a kernel.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..interp.core import unsupported
+from . import buffers
+from .context import ptr_arg
+from .kernels import emit_kernel
+from .loops import i64
+from .types import I1, I8, I32, I64, PTR, VOID, TypeUnsupported, opaque
+
+COMP_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR])
+
+
+class Functions:
+    """Compiled computations of one module, each with its buffer plan."""
+
+    def __init__(self, mcx):
+        self.mcx = mcx
+        self.fns: dict[int, ir.Function] = {}
+        self.plans: dict[int, buffers.Plan] = {}
+
+    def arena(self, comp) -> int:
+        return self.plans[id(comp)].arena
+
+    def compile(self, comp) -> ir.Function:
+        """Callees first (post order over the call graph, iteratively)."""
+        order, seen = [], {id(comp)}
+        stack = [(comp, iter(self._callees(comp)))]
+        while stack:
+            c, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                order.append(c)
+            elif id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append((nxt, iter(self._callees(nxt))))
+        for c in order:
+            if id(c) not in self.fns:
+                self._emit(c)
+        return self.fns[id(comp)]
+
+    @staticmethod
+    def _callees(comp) -> list:
+        return [c for inst in comp.instructions for c in buffers.called_functions(inst)]
+
+    def _emit(self, comp) -> None:
+        mcx = self.mcx
+        plan = buffers.plan(comp, self.arena)
+        self.plans[id(comp)] = plan
+        fn = ir.Function(mcx.module, COMP_TYPE, name=mcx.unique("comp." + comp.name))
+        fn.args[0].name, fn.args[1].name, fn.args[2].name = "params", "outs", "temp"
+        self.fns[id(comp)] = fn
+        _Emitter(self, comp, plan, fn).run()
+
+
+class _Emitter:
+    def __init__(self, fns: Functions, comp, plan, fn):
+        self.fns, self.comp, self.plan, self.fn = fns, comp, plan, fn
+        self.mcx = fns.mcx
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self._ptr_cache: dict[int, ir.Value] = {}
+
+    # -- pointers
+    def ptr(self, buf: buffers.Buf) -> ir.Value:
+        p = self._ptr_cache.get(id(buf))
+        if p is not None:
+            return p
+        b = self.b
+        params, outs, temp = self.fn.args
+        with b.goto_entry_block():
+            insts = self.fn.entry_basic_block.instructions
+            if insts:
+                b.position_before(insts[0])
+            if buf.kind == "param":
+                p = ptr_arg(b, params, buf.index)
+            elif buf.kind == "out":
+                p = ptr_arg(b, outs, buf.index)
+            elif buf.kind == "temp":
+                p = b.gep(temp, [i64(buf.offset)], source_etype=I8, inbounds=True)
+            elif buf.kind == "const":
+                p = self.mcx.constant_global(buf.inst)
+            else:
+                p = ir.Constant(PTR, None)
+        self._ptr_cache[id(buf)] = p
+        return p
+
+    def ptr_array(self, bufs) -> ir.Value:
+        b = self.b
+        arr_t = ir.ArrayType(PTR, max(len(bufs), 1))
+        with b.goto_entry_block():
+            insts = self.fn.entry_basic_block.instructions
+            if insts:
+                b.position_before(insts[0])
+            slot = opaque(b, b.alloca(arr_t))
+        for k, buf in enumerate(bufs):
+            b.store(self.ptr(buf), b.gep(slot, [i64(0), ir.Constant(I32, k)], source_etype=arr_t,
+                                         inbounds=True))
+        return slot
+
+    def memcpy(self, dst, src, n: int) -> None:
+        if n == 0:
+            return
+        f = self.mcx.intrinsic("llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
+        self.b.call(f, [dst, src, i64(n), ir.Constant(I1, 0)])
+
+    def callee_temp(self):
+        return self.b.gep(self.fn.args[2], [i64(self.plan.callee_offset)], source_etype=I8,
+                          inbounds=True)
+
+    def call_comp(self, comp, in_bufs, out_bufs) -> None:
+        callee = self.fns.fns[id(comp)]
+        self.b.call(callee, [self.ptr_array(in_bufs), self.ptr_array(out_bufs), self.callee_temp()])
+
+    # -- instructions
+    def run(self) -> None:
+        for inst in self.comp.instructions:
+            if self.plan.no_code(inst):
+                continue
+            self.instruction(inst)
+        for j, buf in self.plan.root_copies:
+            out = ptr_arg(self.b, self.fn.args[1], j)
+            self.memcpy(out, self.ptr(buf), buf.size)
+        self.b.ret_void()
+
+    def leaves(self, inst):
+        return self.plan.leaves[id(inst)]
+
+    def instruction(self, inst) -> None:
+        match inst.opcode:
+            case "while":
+                self.while_(inst)
+            case "call":
+                self.call_comp(inst.attrs["to_apply"], [x for o in inst.operands for x in self.leaves(o)],
+                               self.leaves(inst))
+            case "conditional":
+                self.conditional(inst)
+            case "copy" if inst.shape.is_tuple:
+                for dst, src in zip(self.leaves(inst), self.leaves(inst.operands[0])):
+                    self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+            case _:
+                if any(s.dtype.kind in ("token", "opaque") for s in inst.shape.leaves()) \
+                        and inst.opcode not in ("fusion",):
+                    raise unsupported(inst, f"opcode {inst.opcode} in the compiled back end")
+                try:
+                    kernel = emit_kernel(self.mcx, inst)
+                except TypeUnsupported as e:
+                    raise unsupported(inst, f"{inst.opcode} on {e} in the compiled back end") from None
+                bufs = [x for o in inst.operands for x in self.leaves(o)] + self.leaves(inst)
+                self.b.call(kernel, [self.ptr_array(bufs), i64(0), i64(1)])
+
+    def while_(self, inst) -> None:
+        """The state lives in two buffer sets used alternately (the body reads one and
+        writes the other; the pointer arrays are swapped), so an iteration copies nothing;
+        the final state is copied once into the while's own buffers if it ended in the
+        other set."""
+        b = self.b
+        state = self.leaves(inst)
+        scratch = self.plan.scratch[id(inst)]
+        other, pred = scratch[:-1], scratch[-1]
+        for dst, src in zip(state, self.leaves(inst.operands[0])):
+            self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+        cur, nxt = self.ptr_array(state), self.ptr_array(other)
+        n = len(state)
+        arr_t = ir.ArrayType(PTR, max(n, 1))
+        slot = lambda arr, k: b.gep(arr, [i64(0), ir.Constant(I32, k)], source_etype=arr_t,   # noqa: E731
+                                    inbounds=True)
+        callee_temp = self.callee_temp()
+        cond_fn = self.fns.fns[id(inst.attrs["condition"])]
+        body_fn = self.fns.fns[id(inst.attrs["body"])]
+        pred_arr = self.ptr_array([pred])
+        head = b.append_basic_block(f"{inst.name}.cond")
+        body = b.append_basic_block(f"{inst.name}.body")
+        end = b.append_basic_block(f"{inst.name}.end")
+        b.branch(head)
+        b.position_at_end(head)
+        b.call(cond_fn, [cur, pred_arr, callee_temp])
+        go = b.icmp_unsigned("!=", b.load(self.ptr(pred), typ=I8), ir.Constant(I8, 0))
+        b.cbranch(go, body, end)
+        b.position_at_end(body)
+        b.call(body_fn, [cur, nxt, callee_temp])
+        for k in range(n):
+            x, y = b.load(slot(cur, k), typ=PTR), b.load(slot(nxt, k), typ=PTR)
+            b.store(y, slot(cur, k))
+            b.store(x, slot(nxt, k))
+        b.branch(head)
+        b.position_at_end(end)
+        for k, buf in enumerate(state):
+            if not buf.size:
+                continue
+            final = b.load(slot(cur, k), typ=PTR)
+            with b.if_then(b.icmp_unsigned("!=", final, self.ptr(buf))):
+                self.memcpy(self.ptr(buf), final, buf.size)
+
+    def conditional(self, inst) -> None:
+        b = self.b
+        sel_inst = inst.operands[0]
+        sel_buf = self.leaves(sel_inst)[0]
+        dt = sel_inst.shape.dtype
+        if "branch_computations" in inst.attrs:
+            branches = list(inst.attrs["branch_computations"])
+            v = b.load(self.ptr(sel_buf), typ=I32)
+            n = len(branches)
+            bad = b.or_(b.icmp_signed("<", v, ir.Constant(I32, 0)), b.icmp_signed(">=", v, ir.Constant(I32, n)))
+            v = b.select(bad, ir.Constant(I32, n - 1), v)
+            operands = inst.operands[1:]
+        else:
+            branches = [inst.attrs["true_computation"], inst.attrs["false_computation"]]
+            raw = b.load(self.ptr(sel_buf), typ=I8)
+            v = b.select(b.icmp_unsigned("!=", raw, ir.Constant(I8, 0)), ir.Constant(I32, 0),
+                         ir.Constant(I32, 1))
+            operands = inst.operands[1:]
+        _ = dt
+        end = b.append_basic_block(f"{inst.name}.end")
+        blocks = [b.append_basic_block(f"{inst.name}.branch{k}") for k in range(len(branches))]
+        sw = b.switch(v, blocks[-1])
+        for k, blk in enumerate(blocks):
+            sw.add_case(ir.Constant(I32, k), blk)
+        for k, (blk, comp) in enumerate(zip(blocks, branches)):
+            b.position_at_end(blk)
+            self.call_comp(comp, self.leaves(operands[k]), self.leaves(inst))
+            b.branch(end)
+        b.position_at_end(end)

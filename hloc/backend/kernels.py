@@ -1,0 +1,127 @@
+"""Kernels: one LLVM function per fusion or unfused op, a loop nest around generators.
+
+Kernel ABI (modelled on XLA's kernel call frame): `void @name(ptr %args, i64 %wg, i64 %nwg)`
+where `args` holds one pointer per operand leaf then one per output leaf, and the
+outermost physical dimension is split into `nwg` work groups of which this call runs
+number `wg` — so a runtime can spread a kernel over threads without recompiling. The
+loop walks the output in physical order (stores are sequential) and hands generators
+an Index carrying both the multi-index and the linear offset.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..interp.core import unsupported
+from .context import KernelBuilder, ptr_arg
+from .loops import Index, for_range, i64, minor_to_major
+from .registry import ELEMENTAL, KERNEL
+from .structural import reader
+from .types import I64, PTR, VOID, storage_type, store_elem
+
+KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
+
+
+def _array_leaves(shape):
+    return [s for s in shape.leaves()]
+
+
+def emit_kernel(mcx, inst) -> ir.Function:
+    """The kernel computing `inst` (a fusion or an op with a generator or kernel emitter)."""
+    fn = ir.Function(mcx.module, KERNEL_TYPE, name=mcx.unique(inst.name))
+    fn.args[0].name, fn.args[1].name, fn.args[2].name = "args", "wg", "nwg"
+    fn.attributes.add("noinline")
+    fn.attributes.add("nounwind")
+    kb = KernelBuilder(mcx, fn)
+    b = kb.b
+    args, wg, nwg = fn.args
+    in_leaves = []
+    for o in inst.operands:
+        if o.shape.is_tuple:
+            raise unsupported(inst, "a tuple-shaped operand of a kernel in the compiled back end")
+        in_leaves.append(o.shape)
+    out_shapes = _array_leaves(inst.shape)
+    ptrs = [ptr_arg(b, args, k, name=f"in{k}") for k in range(len(in_leaves))]
+    outs = [ptr_arg(b, args, len(in_leaves) + k, name=f"out{k}") for k in range(len(out_shapes))]
+    readers = [reader(lambda: kb, s, (lambda p=p: p)) for s, p in zip(in_leaves, ptrs)]
+    if inst.opcode == "fusion":
+        comp = inst.attrs["calls"]
+        env = {k: r for k, r in enumerate(readers)}
+        root = comp.root
+        gen_of = lambda i: kb.generator(i, env)    # noqa: E731
+        emitter = root.opdef.emit
+        if emitter is not None and emitter.kind == KERNEL:   # e.g. a fused scatter
+            emitter.fn(kb, root, [gen_of(o) for o in root.operands], list(zip(outs, out_shapes)))
+            b.ret_void()
+            return fn
+    else:
+        root = inst
+        emitter = inst.opdef.emit
+        if emitter is not None and emitter.kind == KERNEL:
+            emitter.fn(kb, inst, readers, list(zip(outs, out_shapes)))
+            b.ret_void()
+            return fn
+        if emitter is None or emitter.kind != ELEMENTAL:
+            why = inst.opdef.unsupported
+            raise unsupported(inst, f"opcode {inst.opcode} in the compiled back end"
+                                    + (f" ({why})" if why else ""))
+        cache = kb.cache
+
+        def gen_of(i, _readers=readers):
+            if i is not inst:
+                raise AssertionError("unfused kernel asked for another instruction")
+
+            def g(index):
+                k = (id(inst), id(index))
+                if k not in cache:
+                    cache[k] = (emitter.fn(kb, inst, _readers, index), index)
+                return cache[k][0]
+            return g
+    if root.opcode == "tuple" and inst.opcode == "fusion":
+        for k, el in enumerate(root.operands):
+            _loop(kb, gen_of(el), [(outs[k], out_shapes[k], None)], wg, nwg)
+    elif inst.shape.is_tuple:
+        _loop(kb, gen_of(root), [(p, s, k) for k, (p, s) in enumerate(zip(outs, out_shapes))], wg, nwg)
+    else:
+        _loop(kb, gen_of(root), [(outs[0], out_shapes[0], None)], wg, nwg)
+    b.ret_void()
+    return fn
+
+
+def _loop(kb, gen, targets, wg, nwg):
+    """for each output position of targets[0]'s shape (this work group's share): store
+    gen(index) (or its element k for a tuple value) into every target."""
+    b = kb.b
+    shape = targets[0][1]
+    if shape.size == 0:
+        return
+    order = list(reversed(minor_to_major(shape)))      # major to minor
+    if not order:
+        with b.if_then(b.icmp_signed("==", wg, i64(0))):
+            _store(kb, gen, targets, Index(b, shape, multi=[], linear=i64(0)))
+        return
+    n0 = shape.dims[order[0]]
+    lo = b.udiv(b.mul(i64(n0), wg), nwg, name="wg.lo")
+    hi = b.udiv(b.mul(i64(n0), b.add(wg, i64(1))), nwg, name="wg.hi")
+    ivs, stack = {}, []
+    lin = None
+    for k, d in enumerate(order):
+        cm = for_range(b, lo, hi, name=f"o{d}") if k == 0 else for_range(b, 0, shape.dims[d], name=f"o{d}")
+        iv = cm.__enter__()
+        stack.append(cm)
+        ivs[d] = iv
+        lin = iv if lin is None else b.add(b.mul(lin, i64(shape.dims[d]), flags=("nsw", "nuw")), iv,
+                                           flags=("nsw", "nuw"))
+    index = Index(b, shape, multi=[ivs[d] for d in range(shape.rank)], linear=lin)
+    _store(kb, gen, targets, index)
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)
+
+
+def _store(kb, gen, targets, index):
+    b = kb.b
+    v = gen(index)
+    for ptr, shape, k in targets:
+        val = v[k] if k is not None else v
+        off = index.offset_in(shape)
+        p = b.gep(ptr, [off], source_etype=storage_type(shape.dtype), inbounds=True)
+        store_elem(b, shape.dtype, val, p)

@@ -1,0 +1,127 @@
+"""Loop emitters and array indexing (numba cgutils' `for_range`/`loop_nest`, XLA's IrArray).
+
+`for_range(b, start, stop)` yields the induction variable of a counted i64 loop;
+`loop_nest(b, bounds)` nests them, outermost first. An `Index` is a position in an array
+shape: its logical multi-index and/or its linear offset in the buffer's physical layout
+(each computed from the other on demand), so same-shape elementwise reads use the loop's
+linear counter directly (vectorisable) and layout-changing reads use the multi-index.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from llvmlite import ir
+
+from .types import I64
+
+ONE = ir.Constant(I64, 1)
+ZERO = ir.Constant(I64, 0)
+
+
+def i64(v: int) -> ir.Constant:
+    return ir.Constant(I64, int(v))
+
+
+@contextmanager
+def for_range(b: ir.IRBuilder, start, stop, name: str = "i"):
+    """`for (i = start; i < stop; ++i) { body }`; yields i (i64)."""
+    start = i64(start) if isinstance(start, int) else start
+    stop = i64(stop) if isinstance(stop, int) else stop
+    pre = b.block
+    head = b.append_basic_block(f"{name}.head")
+    body = b.append_basic_block(f"{name}.body")
+    end = b.append_basic_block(f"{name}.end")
+    b.branch(head)
+    b.position_at_end(head)
+    iv = b.phi(I64, name=name)
+    iv.add_incoming(start, pre)
+    b.cbranch(b.icmp_signed("<", iv, stop), body, end)
+    b.position_at_end(body)
+    yield iv
+    nxt = b.add(iv, ONE, name=f"{name}.next", flags=("nsw",))
+    iv.add_incoming(nxt, b.block)
+    b.branch(head)
+    b.position_at_end(end)
+
+
+@contextmanager
+def loop_nest(b: ir.IRBuilder, bounds, names=None):
+    """Nested loops over [0, n) for each bound (outermost first); yields the ivs."""
+    ivs = []
+    stack = []
+    try:
+        for k, n in enumerate(bounds):
+            cm = for_range(b, 0, n, name=(names[k] if names else f"i{k}"))
+            ivs.append(cm.__enter__())
+            stack.append(cm)
+        yield ivs
+    finally:
+        for cm in reversed(stack):
+            cm.__exit__(None, None, None)
+
+
+def minor_to_major(shape) -> tuple[int, ...]:
+    lay = shape.layout
+    if lay is None or len(lay.minor_to_major) != shape.rank:
+        return tuple(range(shape.rank - 1, -1, -1))
+    return lay.minor_to_major
+
+
+def strides(shape) -> list[int]:
+    """Element stride of each logical dimension in the physical layout."""
+    st = [0] * shape.rank
+    acc = 1
+    for d in minor_to_major(shape):
+        st[d] = acc
+        acc *= shape.dims[d]
+    return st
+
+
+def same_layout(a, b) -> bool:
+    return a.dims == b.dims and minor_to_major(a) == minor_to_major(b)
+
+
+def is_default_layout(shape) -> bool:
+    return minor_to_major(shape) == tuple(range(shape.rank - 1, -1, -1))
+
+
+class Index:
+    """A position in `shape`: logical multi-index and/or physical linear offset."""
+
+    def __init__(self, b: ir.IRBuilder, shape, multi=None, linear=None):
+        self.b, self.shape = b, shape
+        self._multi, self._linear = multi, linear
+
+    @property
+    def multi(self) -> list:
+        if self._multi is None:
+            b, rem = self.b, self._linear
+            out = [None] * self.shape.rank
+            for d in minor_to_major(self.shape):
+                n = self.shape.dims[d]
+                out[d] = b.urem(rem, i64(n)) if n != 1 else ZERO
+                rem = b.udiv(rem, i64(n)) if n != 1 else rem
+            self._multi = out
+        return self._multi
+
+    @property
+    def linear(self):
+        if self._linear is None:
+            self._linear = linear_of(self.b, self.shape, self.multi)
+        return self._linear
+
+    def offset_in(self, shape):
+        """The linear offset of this position in an array of `shape` (same dims)."""
+        if self._linear is not None and same_layout(shape, self.shape):
+            return self._linear
+        return linear_of(self.b, shape, self.multi)
+
+
+def linear_of(b, shape, multi):
+    off = None
+    for d, s in enumerate(strides(shape)):
+        if shape.dims[d] == 1:
+            continue
+        term = multi[d] if s == 1 else b.mul(multi[d], i64(s), flags=("nsw", "nuw"))
+        off = term if off is None else b.add(off, term, flags=("nsw", "nuw"))
+    return ZERO if off is None else off

@@ -1,0 +1,175 @@
+"""Element generators that loop: reduce (variadic), dot, map, and inlined computations.
+
+A reducer or mapped computation is inlined per use: its parameters are bound to
+values and its root's generators evaluated at a scalar index, so any elemental
+`to_apply` compiles (argmax-style tuple reducers included). Reductions accumulate in
+allocas promoted to registers; in xla-cpu numerics the reducer's FP ops carry
+`reassoc`, so LLVM vectorises the inner loop (XLA emits reducers with reassociation too).
+"""
+from __future__ import annotations
+
+from ..interp.core import unsupported
+from ..ir.shape import ArrayShape
+from .conversions import convert_value
+from .loops import Index, for_range, minor_to_major
+from .registry import emits
+from .types import Cplx, compute_type
+
+
+def inline_computation(kb, comp, values: list) -> list:
+    """The results (flat list of leaves) of scalar computation `comp` on `values`."""
+    env = {i: (lambda index, _v=v: _v) for i, v in enumerate(values)}
+    root = comp.root
+    b = kb.b
+    if root.opcode == "tuple":
+        outs = []
+        for el in root.operands:
+            g = kb.generator(el, env)
+            outs.append(g(Index(b, el.shape, multi=[])))
+        return outs
+    if root.shape.is_tuple:
+        v = kb.generator(root, env)(Index(b, root.shape.leaves()[0], multi=[]))
+        return list(v)
+    return [kb.generator(root, env)(Index(b, root.shape, multi=[]))]
+
+
+class _Acc:
+    """Loop-carried accumulators (allocas, promoted to registers by mem2reg)."""
+
+    def __init__(self, kb, values):
+        self.kb = kb
+        self.slots = []
+        for v in values:
+            if isinstance(v, Cplx):
+                self.slots.append((self._slot(v.re), self._slot(v.im)))
+            else:
+                self.slots.append(self._slot(v))
+        self.set(values)
+
+    def _slot(self, v):
+        return (self.kb.alloca_entry(v.type), v.type)
+
+    def set(self, values):
+        b = self.kb.b
+        for s, v in zip(self.slots, values):
+            if isinstance(v, Cplx):
+                b.store(v.re, s[0][0])
+                b.store(v.im, s[1][0])
+            else:
+                b.store(v, s[0])
+
+    def get(self):
+        b = self.kb.b
+        out = []
+        for s in self.slots:
+            if isinstance(s[0], tuple):
+                out.append(Cplx(b.load(s[0][0], typ=s[0][1]), b.load(s[1][0], typ=s[1][1])))
+            else:
+                out.append(b.load(s[0], typ=s[1]))
+        return out
+
+
+@emits("reduce")
+def _emit_reduce(kb, inst, ops, index):
+    n = len(inst.operands) // 2
+    dims = set(inst.attrs["dimensions"])
+    in_shapes = [o.shape for o in inst.operands[:n]]
+    shape0 = in_shapes[0]
+    b = kb.b
+    inits = [ops[n + k](Index(b, inst.operands[n + k].shape, multi=[])) for k in range(n)]
+    acc = _Acc(kb, inits)
+    kept = [d for d in range(shape0.rank) if d not in dims]
+    red = [d for d in reversed(minor_to_major(shape0)) if d in dims]   # major to minor
+    comp = inst.attrs["to_apply"]
+    ivs = {}
+    stack = []
+    for d in red:
+        cm = for_range(b, 0, shape0.dims[d], name=f"r{d}")
+        ivs[d] = cm.__enter__()
+        stack.append(cm)
+    multi = [None] * shape0.rank
+    for k, d in enumerate(kept):
+        multi[d] = index.multi[k]
+    for d in red:
+        multi[d] = ivs[d]
+    xs = [ops[k](Index(b, in_shapes[k], multi=list(multi))) for k in range(n)]
+    with kb.reassociating():
+        new = inline_computation(kb, comp, acc.get() + xs)
+    acc.set(new)
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)
+    out = acc.get()
+    return out if inst.shape.is_tuple else out[0]
+
+
+@emits("map")
+def _emit_map(kb, inst, ops, index):
+    vals = [g(index) for g in ops]
+    return inline_computation(kb, inst.attrs["to_apply"], vals)[0]
+
+
+@emits("dot")
+def _emit_dot(kb, inst, ops, index):
+    a = inst.attrs
+    lhs, rhs = inst.operands[0].shape, inst.operands[1].shape
+    lb, rb = list(a.get("lhs_batch_dims", ())), list(a.get("rhs_batch_dims", ()))
+    lc, rc = list(a.get("lhs_contracting_dims", ())), list(a.get("rhs_contracting_dims", ()))
+    out_dt = inst.shape.dtype
+    if inst.operands[0].shape.dtype.kind == "complex" and out_dt.kind != "complex":
+        raise unsupported(inst, "dot of complex operands to a real result")
+    lfree = [d for d in range(lhs.rank) if d not in lb and d not in lc]
+    rfree = [d for d in range(rhs.rank) if d not in rb and d not in rc]
+    b = kb.b
+    m = index.multi
+    lm, rm = [None] * lhs.rank, [None] * rhs.rank
+    k = 0
+    for dl, dr in zip(lb, rb):
+        lm[dl] = rm[dr] = m[k]
+        k += 1
+    for d in lfree:
+        lm[d] = m[k]
+        k += 1
+    for d in rfree:
+        rm[d] = m[k]
+        k += 1
+    zero = _zero(out_dt)
+    acc = _Acc(kb, [zero])
+    stack = []
+    for dl, dr in zip(lc, rc):
+        cm = for_range(b, 0, lhs.dims[dl], name="k")
+        iv = cm.__enter__()
+        stack.append(cm)
+        lm[dl] = rm[dr] = iv
+    x = ops[0](Index(b, lhs, multi=list(lm)))
+    y = ops[1](Index(b, rhs, multi=list(rm)))
+    x = convert_value(kb, inst, x, lhs.dtype, out_dt)
+    y = convert_value(kb, inst, y, rhs.dtype, out_dt)
+    with kb.reassociating():
+        s = _mul_add(kb, out_dt, acc.get()[0], x, y)
+    acc.set([s])
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)
+    from .types import round_narrow
+    v = acc.get()[0]
+    return round_narrow(b, out_dt, v) if out_dt.kind == "float" else v
+
+
+def _zero(dt):
+    from .types import const
+    return const(dt, 0)
+
+
+def _mul_add(kb, dt, acc, x, y):
+    b, f = kb.b, kb.flags
+    if dt.kind == "complex":
+        re = b.fsub(b.fmul(x.re, y.re, flags=f), b.fmul(x.im, y.im, flags=f), flags=f)
+        im = b.fadd(b.fmul(x.re, y.im, flags=f), b.fmul(x.im, y.re, flags=f), flags=f)
+        return Cplx(b.fadd(acc.re, re, flags=f), b.fadd(acc.im, im, flags=f))
+    if dt.kind == "float":      # f16/bf16 accumulate in f32, rounded once at the end
+        return b.fadd(acc, b.fmul(x, y, flags=f), flags=f)
+    if dt.kind == "pred":
+        return b.or_(acc, b.and_(x, y))
+    return b.add(acc, b.mul(x, y))
+
+
+_ = (ArrayShape, compute_type)

@@ -1,0 +1,280 @@
+"""Element generators of the data-movement ops: parameter reads, constant, iota,
+broadcast, reshape, bitcast, transpose, reverse, slice, concatenate, pad, copy,
+dynamic-slice, dynamic-update-slice, get-tuple-element.
+
+Each maps the output index to an operand index (XLA's elemental IR emitter). No read
+is ever out of bounds whatever the data: dynamic starts are clamped into range as
+HLO defines, and ops that choose between operands (concatenate, pad, dynamic-update-slice)
+read every candidate at a clamped index and select, so the code has no data-dependent
+branches and stays vectorisable.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..interp.core import unsupported
+from ..ir.shape import ArrayShape
+from .conversions import convert_value
+from .loops import Index, i64, is_default_layout, minor_to_major
+from .registry import emits
+from .types import I64, const, load_elem
+from .elementwise import select_value
+
+
+def scalar_index(b, dtype) -> Index:
+    return Index(b, ArrayShape(dtype, ()), multi=[])
+
+
+def reader(kb_getter, shape, base_ptr_fn):
+    """A generator reading elements of a buffer with `shape` at `base_ptr_fn()`."""
+    from .types import storage_type
+    st = storage_type(shape.dtype)
+
+    def read(index):
+        kb = kb_getter()
+        b = kb.b
+        off = index.offset_in(shape) if index.shape.dims == shape.dims else None
+        if off is None:
+            raise AssertionError("index of another shape")
+        ptr = b.gep(base_ptr_fn(), [off], source_etype=st, inbounds=True)
+        return load_elem(b, shape.dtype, ptr)
+    return read
+
+
+def _sub(index, shape, multi) -> Index:
+    return Index(index.b, shape, multi=multi)
+
+
+@emits("constant")
+def _emit_constant(kb, inst, ops, index):
+    shape = inst.shape
+    if shape.size == 1:
+        import numpy as np
+        v = np.asarray(inst.literal.value).reshape(-1)[0]
+        if shape.dtype.kind == "float" and shape.dtype.name in ("f16", "bf16"):
+            v = float(np.float32(v))
+        return const(shape.dtype, v.item() if hasattr(v, "item") and shape.dtype.kind != "complex" else v)
+    g = kb.mcx.constant_global(inst)
+    return reader(lambda: kb, shape, lambda: g)(index)
+
+
+@emits("iota")
+def _emit_iota(kb, inst, ops, index):
+    from ..ir.dtypes import DTYPES
+    v = index.multi[inst.attrs["iota_dimension"]]
+    return convert_value(kb, inst, v, DTYPES["s64"], inst.shape.dtype)
+
+
+@emits("broadcast")
+def _emit_broadcast(kb, inst, ops, index):
+    dims = inst.attrs.get("dimensions", ())
+    op = inst.operands[0].shape
+    return ops[0](_sub(index, op, [index.multi[d] for d in dims]))
+
+
+def _linear_alias(inst) -> bool:
+    """Operand and result share the physical element order (row-major on both)."""
+    a, r = inst.operands[0].shape, inst.shape
+    return is_default_layout(a) and is_default_layout(r)
+
+
+@emits("reshape")
+def _emit_reshape(kb, inst, ops, index):
+    op = inst.operands[0].shape
+    if _linear_alias(inst):
+        return ops[0](Index(index.b, op, linear=index.linear))
+    b = index.b
+    lin = None
+    for d, n in enumerate(inst.shape.dims):     # logical row-major linear index
+        lin = index.multi[d] if lin is None else b.add(b.mul(lin, i64(n)), index.multi[d])
+    lin = lin if lin is not None else i64(0)
+    multi = [None] * op.rank
+    for d in range(op.rank - 1, -1, -1):
+        n = op.dims[d]
+        multi[d] = b.urem(lin, i64(n)) if n != 1 else i64(0)
+        lin = b.udiv(lin, i64(n)) if n != 1 else lin
+    return ops[0](_sub(index, op, multi))
+
+
+@emits("bitcast")
+def _emit_bitcast(kb, inst, ops, index):
+    op = inst.operands[0].shape
+    v = ops[0](Index(index.b, op, linear=index.linear))
+    if op.dtype is inst.shape.dtype:
+        return v
+    if op.dtype.np.itemsize != inst.shape.dtype.np.itemsize or "complex" in (op.dtype.kind, inst.shape.dtype.kind):
+        raise unsupported(inst, "bitcast between element types of different sizes in the "
+                                "compiled back end")
+    from .conversions import _bits, _from_bits
+    from .types import to_storage, from_storage, storage_type
+    raw = to_storage(index.b, op.dtype, v)
+    st = storage_type(inst.shape.dtype)
+    return from_storage(index.b, inst.shape.dtype, raw if raw.type == st else index.b.bitcast(raw, st))
+
+
+@emits("fusion", "call")
+def _emit_fusion(kb, inst, ops, index):
+    """A fusion or call inside an inlined computation (a comparator, a reducer)."""
+    comp = inst.attrs.get("calls") or inst.attrs.get("to_apply")
+    key = ("env", id(inst), tuple(id(g) for g in ops))
+    env = kb.cache.get(key)
+    if env is None:
+        env = ({k: g for k, g in enumerate(ops)}, None)
+        kb.cache[key] = env
+    root = comp.root
+    if root.opcode == "tuple":
+        return [kb.generator(o, env[0])(Index(index.b, o.shape, multi=index.multi))
+                for o in root.operands]
+    return kb.generator(root, env[0])(index)
+
+
+@emits("copy")
+def _emit_copy(kb, inst, ops, index):
+    if inst.shape.is_tuple:
+        raise unsupported(inst, "copy of a tuple inside a fusion")
+    return ops[0](_sub(index, inst.operands[0].shape, index.multi))
+
+
+@emits("transpose")
+def _emit_transpose(kb, inst, ops, index):
+    perm = inst.attrs["dimensions"]
+    op = inst.operands[0].shape
+    multi = [None] * op.rank
+    for k, d in enumerate(perm):
+        multi[d] = index.multi[k]
+    return ops[0](_sub(index, op, multi))
+
+
+@emits("reverse")
+def _emit_reverse(kb, inst, ops, index):
+    b = index.b
+    dims = set(inst.attrs["dimensions"])
+    op = inst.operands[0].shape
+    multi = [b.sub(i64(op.dims[d] - 1), m) if d in dims else m for d, m in enumerate(index.multi)]
+    return ops[0](_sub(index, op, multi))
+
+
+@emits("slice")
+def _emit_slice(kb, inst, ops, index):
+    b = index.b
+    op = inst.operands[0].shape
+    multi = []
+    for m, (start, _limit, stride) in zip(index.multi, inst.attrs["slice"]):
+        v = m if stride == 1 else b.mul(m, i64(stride))
+        multi.append(v if start == 0 else b.add(v, i64(start)))
+    return ops[0](_sub(index, op, multi))
+
+
+def _clamp(b, v, lo, hi):
+    v = b.select(b.icmp_signed("<", v, i64(lo)), i64(lo), v)
+    return b.select(b.icmp_signed(">", v, i64(hi)), i64(hi), v)
+
+
+@emits("concatenate")
+def _emit_concatenate(kb, inst, ops, index):
+    b = index.b
+    dim = inst.attrs["dimensions"][0]
+    m = index.multi[dim]
+    result, offset = None, 0
+    for k, operand in enumerate(inst.operands):
+        n = operand.shape.dims[dim]
+        if n == 0:
+            continue
+        local = _clamp(b, b.sub(m, i64(offset)), 0, n - 1)
+        multi = list(index.multi)
+        multi[dim] = local
+        v = ops[k](_sub(index, operand.shape, multi))
+        if result is None:
+            result = v
+        else:
+            result = select_value(kb, b.icmp_signed(">=", m, i64(offset)), v, result)
+        offset += n
+    return result
+
+
+@emits("pad")
+def _emit_pad(kb, inst, ops, index):
+    b = index.b
+    op = inst.operands[0].shape
+    pad_value = ops[1](scalar_index(b, op.dtype))
+    inside = ir.Constant(ir.IntType(1), 1)
+    multi = []
+    for d, (lo, _hi, interior) in enumerate(inst.attrs["padding"]):
+        n = op.dims[d]
+        p = b.sub(index.multi[d], i64(lo))
+        step = interior + 1
+        q = p if step == 1 else b.sdiv(p, i64(step))
+        ok = b.and_(b.icmp_signed(">=", p, i64(0)), b.icmp_signed("<", q, i64(n)))
+        if step != 1:
+            ok = b.and_(ok, b.icmp_signed("==", b.srem(p, i64(step)), i64(0)))
+        inside = b.and_(inside, ok)
+        multi.append(_clamp(b, q, 0, max(n - 1, 0)))
+    if op.size == 0:
+        return pad_value
+    v = ops[0](_sub(index, op, multi))
+    return select_value(kb, inside, v, pad_value)
+
+
+def _start(kb, inst, ops, k, limit):
+    """Start index operand k (a scalar), clamped to [0, limit] as HLO defines."""
+    b = kb.b
+    from ..ir.dtypes import DTYPES
+    sdt = inst.operands[k].shape.dtype
+    v = ops[k](scalar_index(b, sdt))
+    if sdt.kind == "int":
+        v = b.sext(v, I64) if sdt.bits < 64 else v
+    else:
+        v = b.zext(v, I64) if sdt.bits < 64 else v
+        if sdt.bits == 64:       # u64 above INT64_MAX counts as large, not negative
+            v = b.select(b.icmp_signed("<", v, i64(0)), i64(limit), v)
+    _ = DTYPES
+    return _clamp(b, v, 0, max(limit, 0))
+
+
+@emits("dynamic-slice")
+def _emit_dynamic_slice(kb, inst, ops, index):
+    b = index.b
+    op = inst.operands[0].shape
+    if len(inst.operands) != 1 + op.rank:
+        raise unsupported(inst, "dynamic-slice with a vector of start indices")
+    sizes = inst.attrs["dynamic_slice_sizes"]
+    multi = [b.add(m, _start(kb, inst, ops, 1 + d, op.dims[d] - sizes[d]))
+             for d, m in enumerate(index.multi)]
+    return ops[0](_sub(index, op, multi))
+
+
+@emits("dynamic-update-slice")
+def _emit_dynamic_update_slice(kb, inst, ops, index):
+    b = index.b
+    op, up = inst.operands[0].shape, inst.operands[1].shape
+    if len(inst.operands) != 2 + op.rank:
+        raise unsupported(inst, "dynamic-update-slice with a vector of start indices")
+    inside = ir.Constant(ir.IntType(1), 1)
+    multi = []
+    for d, m in enumerate(index.multi):
+        s = _start(kb, inst, ops, 2 + d, op.dims[d] - up.dims[d])
+        local = b.sub(m, s)
+        inside = b.and_(inside, b.and_(b.icmp_signed(">=", local, i64(0)),
+                                       b.icmp_signed("<", local, i64(up.dims[d]))))
+        multi.append(_clamp(b, local, 0, max(up.dims[d] - 1, 0)))
+    base = ops[0](index if index.shape.dims == op.dims else _sub(index, op, index.multi))
+    if up.size == 0:
+        return base
+    return select_value(kb, inside, ops[1](_sub(index, up, multi)), base)
+
+
+@emits("replica-id", "partition-id")
+def _emit_device_id(kb, inst, ops, index):
+    """One device: replica 0, partition 0 (as the interpreter)."""
+    return const(inst.shape.dtype, 0)
+
+
+@emits("get-tuple-element")
+def _emit_gte(kb, inst, ops, index):
+    v = ops[0](index)
+    if not isinstance(v, list):
+        raise unsupported(inst, "get-tuple-element of a non-tuple value inside a kernel")
+    return v[inst.attrs["index"]]
+
+
+_ = (minor_to_major,)

@@ -1,0 +1,90 @@
+"""The compiled back end's command-line and runner pieces.
+
+`CpuBackend` is the runner's "cpu" back end (compile once in `prepare`, call per
+iteration); `prepare_for_cpu` runs the default pipeline on a before-optimizations module
+(run_hlo_module's test side) unless told otherwise; `emit_llvm` is the `hloc emit-llvm`
+command. Options come from the CLI; the cache directory is chosen here (XDG_CACHE_HOME,
+else ~/.cache/hloc), never inside the library.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "hloc")
+
+
+def prepare_for_cpu(module, opt: bool | None):
+    """Run the default pipeline when `opt` is True, or when None and the module does not
+    look optimised already (before-optimizations dumps); False compiles it as it is."""
+    if opt is False:
+        return module
+    from .passes.driver import optimize
+    from .passes.pipelines import default_pipeline
+    optimize(module, default_pipeline(), verify_each=False, force=bool(opt))
+    return module
+
+
+class CpuBackend:
+    """hloc.runner's Backend interface (load / prepare / execute) for compiled code."""
+
+    name = "cpu"
+    runner_name = "CPU"
+
+    def __init__(self, numerics: str = "xla-cpu", opt: bool | None = None, cache_dir=None):
+        self.numerics = numerics
+        self.opt = opt
+        self.cache_dir = cache_dir      # None: no on-disk cache (the library default)
+        self.cache_hit = False
+
+    def load(self) -> None:
+        from . import backend  # noqa: F401  (registers every generator)
+
+    def prepare(self, module, *, seed: int):
+        from .backend import compile_module
+        prepare_for_cpu(module, self.opt)
+        exe = compile_module(module, numerics=self.numerics, cache_dir=self.cache_dir)
+        self.cache_hit = exe.cache_hit
+        return exe
+
+    def execute(self, prepared, args: list):
+        return prepared.run(args)
+
+    def json_extra(self) -> dict:
+        return {"numerics": self.numerics, "cache_hit": self.cache_hit}
+
+
+def configure_cpu(*, numerics: str, opt: bool | None) -> None:
+    """The CLI's "cpu" back end: its options and the user's cache directory."""
+    from .runner import BACKENDS
+    BACKENDS["cpu"] = CpuBackend(numerics=numerics, opt=opt, cache_dir=default_cache_dir())
+
+
+@click.command("emit-llvm")
+@click.argument("module", type=click.Path(allow_dash=True))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the IR here.")
+@click.option("--no-opt", "no_llvm_opt", is_flag=True,
+              help="The IR before LLVM's passes (default: the optimised IR that runs).")
+@click.option("--hlo-opt/--no-hlo-opt", "hlo_opt", default=None,
+              help="Run (or skip) hloc's default HLO pipeline first (default: only for "
+                   "before-optimizations modules).")
+@click.option("--numerics", type=click.Choice(["xla-cpu", "ieee"]), default="xla-cpu",
+              show_default=True)
+def emit_llvm_command(module, output, no_llvm_opt, hlo_opt, numerics):
+    """Print the LLVM IR hloc compiles MODULE to (one function per kernel and computation)."""
+    from .backend import emit_llvm
+    from .syntax import parse_module, read_text
+    text = sys.stdin.read() if module == "-" else read_text(module)
+    m = parse_module(text, "<stdin>" if module == "-" else module)
+    prepare_for_cpu(m, hlo_opt)
+    ir_text = emit_llvm(m, numerics=numerics, optimized=not no_llvm_opt)
+    if output:
+        with open(output, "w") as f:
+            f.write(ir_text)
+    else:
+        click.echo(ir_text, nl=False)
