@@ -43,6 +43,20 @@ def backend_for_platform(value: str | None, flag: str) -> str | None:
     return backend
 
 
+def configure_platforms(numerics: str, *backends) -> None:
+    """The compiled back end, when one of `backends` uses it: its numerics and the user's
+    object cache (as `hloc run --backend cpu`)."""
+    if "cpu" in backends:
+        from .cli_backend import configure_cpu
+        configure_cpu(numerics=numerics, opt=None)
+
+
+NUMERICS = click.option(
+    "--numerics", type=click.Choice(["xla-cpu", "ieee"]), default="xla-cpu",
+    show_default=True, help="cpu: XLA:CPU's numerics (FTZ/DAZ, FMA, reassociated "
+                            "reductions), as run_hlo_module's Host platform, or IEEE.")
+
+
 def default_test_platform() -> str:
     """The compiled back end when there is one, else the interpreter."""
     from .runner import BACKENDS
@@ -87,6 +101,7 @@ error, 3 an unsupported operation, 4 an internal error (with several files, the 
 @click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--platform", "--backend", "platform", metavar="NAME",
               help="Test platform: cpu/host (compiled), interpreter, or any hloc back end.")
+@NUMERICS
 @click.option("--reference-platform", default="interpreter", show_default=True,
               metavar="NAME", help="Reference platform; 'default' = interpreter; empty: none.")
 @click.option("--run-test-hlo-passes", type=click.BOOL, default=None, metavar="BOOL",
@@ -119,7 +134,7 @@ error, 3 an unsupported operation, 4 an internal error (with several files, the 
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file.")
 @click.option("-v", "--verbose", is_flag=True,
               help="With several files: also each file's run_hlo_module lines.")
-def replay(files, platform, reference_platform, run_test_hlo_passes, run_reference_hlo_passes,
+def replay(files, platform, numerics, reference_platform, run_test_hlo_passes, run_reference_hlo_passes,
            abs_error_bound, rel_error_bound, iterations, print_literals,
            different_random_seeds, use_large_float_range, inputs, literals,
            input_literals_file, output_literals_file, isolate_instructions, stage, jobs,
@@ -136,6 +151,7 @@ def replay(files, platform, reference_platform, run_test_hlo_passes, run_referen
         spec=ErrorSpec(abs_error_bound, rel_error_bound), iterations=iterations,
         different_random_seeds=different_random_seeds, print_literals=print_literals,
         use_large_float_range=use_large_float_range)
+    configure_platforms(numerics, config.test_backend, config.reference_backend)
     if input_literals_file:
         if not input_literals_file.endswith((".npz", ".npy")):
             raise InputError(f"--input_literals_file {input_literals_file}: hloc reads .npz/.npy "

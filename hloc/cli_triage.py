@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import click
 
-from .cli_replay import backend_for_platform, default_test_platform, load_one
+from .cli_replay import (NUMERICS, backend_for_platform, configure_platforms,
+                         default_test_platform, load_one)
 from .diagnostics import InputError
 
 
@@ -15,13 +16,14 @@ from .diagnostics import InputError
 @click.argument("file", type=click.Path())
 @click.option("--platform", "--backend", "platform", metavar="NAME",
               help="Test platform (default: the compiled back end when there is one).")
+@NUMERICS
 @click.option("--inputs", multiple=True, metavar="FILE", help="Arguments (.npz / .npy).")
 @click.option("--abs-error-bound", type=float, default=1e-3, show_default=True)
 @click.option("--rel-error-bound", type=float, default=1e-3, show_default=True)
 @click.option("--per-instruction", "table_path", metavar="FILE",
               help="Write every ENTRY instruction's divergence score (max abs/rel error, "
                    "ULPs) on the test platform to FILE ('-': stdout).")
-def bisect_command(file, platform, inputs, abs_error_bound, rel_error_bound, table_path):
+def bisect_command(file, platform, numerics, inputs, abs_error_bound, rel_error_bound, table_path):
     """Find the first pass, or the first instruction, that makes FILE miscompare.
 
     \b
@@ -45,6 +47,7 @@ def bisect_command(file, platform, inputs, abs_error_bound, rel_error_bound, tab
     from .isolate import instruction_scores, score_table
     from .replay import DEFAULT_SEED, clone_module, is_after_optimizations, optimized_copy
     test = backend_for_platform(platform, "platform") if platform else default_test_platform()
+    configure_platforms(numerics, test)
     spec = ErrorSpec(abs_error_bound, rel_error_bound)
     progress = cli_progress()
     try:
@@ -99,6 +102,7 @@ def bisect_command(file, platform, inputs, abs_error_bound, rel_error_bound, tab
               help="Built-in predicate: replay fails with an hloc error containing TEXT.")
 @click.option("--platform", "--backend", "platform", metavar="NAME",
               help="Test platform of the built-in predicates.")
+@NUMERICS
 @click.option("--abs-error-bound", type=float, default=1e-3, show_default=True)
 @click.option("--rel-error-bound", type=float, default=1e-3, show_default=True)
 @click.option("--inputs", multiple=True, metavar="FILE",
@@ -108,7 +112,7 @@ def bisect_command(file, platform, inputs, abs_error_bound, rel_error_bound, tab
               help="With --inputs: write the reduced module's arguments (in0, ...) here.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the reduced module here (default: stdout).")
-def reduce_command(file, command, mismatch, fails_with, platform, abs_error_bound,
+def reduce_command(file, command, mismatch, fails_with, platform, numerics, abs_error_bound,
                    rel_error_bound, inputs, output_inputs, output):
     """Shrink FILE while a predicate holds and print the smallest module found.
 
@@ -130,6 +134,7 @@ def reduce_command(file, command, mismatch, fails_with, platform, abs_error_boun
     if sum(bool(x) for x in (command, mismatch, fails_with)) > 1:
         raise click.UsageError("give one of --predicate, --mismatch, --fails-with")
     test = backend_for_platform(platform, "platform") if platform else default_test_platform()
+    configure_platforms(numerics, test)
     config = ReplayConfig(test_backend=test, spec=ErrorSpec(abs_error_bound, rel_error_bound))
     if command:
         predicate = command_predicate(command)

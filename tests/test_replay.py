@@ -443,3 +443,80 @@ def test_reduce_fails_with_message(tmp_path):
     assert code == 0, err
     text = out.read_text()
     assert "divide(" in text and _count(text) <= 4, text
+
+
+@pytest.mark.skipif("cpu" not in BACKENDS, reason="no compiled back end")
+def test_compiled_platform_numerics(tmp_path, monkeypatch):
+    """On the compiled back end (run_hlo_module's Host), XLA:CPU numerics flush subnormals
+    and so disagree with the interpreter on special_floats_arith; IEEE numerics agree."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    src = os.path.join(DUMPS, "special_floats_arith.before_optimizations.hlo")
+    npz = os.path.join(DUMPS, "special_floats_arith.npz")
+    code, _, err = _invoke(["replay", "--inputs", npz, src])
+    assert code == 1 and "Running HLO module with runner Host..." in err
+    code, _, err = _invoke(["replay", "--platform=cpu", "--numerics=ieee", "--inputs", npz, src])
+    assert code == 0 and "** Results on Host and Interpreter are close enough. **" in err
+    code, out, _ = _invoke(["bisect", "--inputs", npz, src])
+    assert code == 1 and "computes a different value on cpu" in out
+
+
+@pytest.fixture
+def broken_log_emitter(monkeypatch):
+    """Test only: the compiled back end's element generator for `log` multiplies its
+    result by 1.01 (a deliberately broken emitter; the library's cpu back end has no
+    object cache, so nothing compiled with it outlives the test)."""
+    from llvmlite import ir
+
+    from hloc.backend.registry import Emitter
+    from hloc.ops import REGISTRY
+    op = REGISTRY["log"]
+    good = op.emit
+
+    def wrong(kb, inst, operands, index):
+        v = good.fn(kb, inst, operands, index)
+        return kb.b.fmul(v, ir.Constant(v.type, 1.01))
+    monkeypatch.setattr(op, "emit", Emitter(good.kind, wrong))
+    assert BACKENDS["cpu"].cache_dir is None
+
+
+LOG_SOFTMAX = """HloModule log_softmax
+max_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+add_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[4,64] parameter(0)
+  ninf = f32[] constant(-inf)
+  mx = f32[4] reduce(x, ninf), dimensions={1}, to_apply=max_f32
+  mxb = f32[4,64] broadcast(mx), dimensions={0}
+  d = f32[4,64] subtract(x, mxb)
+  ex = f32[4,64] exponential(d)
+  zero = f32[] constant(0)
+  sum = f32[4] reduce(ex, zero), dimensions={1}, to_apply=add_f32
+  lg = f32[4] log(sum)
+  lgb = f32[4,64] broadcast(lg), dimensions={0}
+  ROOT out = f32[4,64] subtract(d, lgb)
+}
+"""
+
+
+@pytest.mark.skipif("cpu" not in BACKENDS, reason="no compiled back end")
+def test_broken_emitter_found_and_reduced_on_the_compiled_back_end(broken_log_emitter):
+    """A log-softmax on the compiled back end with its `log` emitter broken: replay
+    mismatches, bisect names the (fused) instruction holding the log, reduce keeps it."""
+    from hloc.bisect import bisect
+    from hloc.reduce import mismatch_predicate, reduce_module
+    m = hloc.parse(LOG_SOFTMAX)
+    config = ReplayConfig(test_backend="cpu")
+    assert not replay_module(m, config).ok
+    b = bisect(m, hloc.fake_arguments(m), test_backend="cpu")
+    assert b.kind == "instruction" and " log(" in b.after, b.summary
+    r = reduce_module(LOG_SOFTMAX, mismatch_predicate(config))
+    assert r.instructions < _count(LOG_SOFTMAX) and " log(" in r.text, r.text
+    assert not replay_module(hloc.parse(r.text), config).ok
