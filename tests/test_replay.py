@@ -450,6 +450,7 @@ def test_compiled_platform_numerics(tmp_path, monkeypatch):
     """On the compiled back end (run_hlo_module's Host), XLA:CPU numerics flush subnormals
     and so disagree with the interpreter on special_floats_arith; IEEE numerics agree."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setitem(BACKENDS, "cpu", BACKENDS["cpu"])   # the CLI reconfigures it
     src = os.path.join(DUMPS, "special_floats_arith.before_optimizations.hlo")
     npz = os.path.join(DUMPS, "special_floats_arith.npz")
     code, _, err = _invoke(["replay", "--inputs", npz, src])
@@ -476,7 +477,8 @@ def broken_log_emitter(monkeypatch):
         v = good.fn(kb, inst, operands, index)
         return kb.b.fmul(v, ir.Constant(v.type, 1.01))
     monkeypatch.setattr(op, "emit", Emitter(good.kind, wrong))
-    assert BACKENDS["cpu"].cache_dir is None
+    from hloc.cli_backend import CpuBackend
+    monkeypatch.setitem(BACKENDS, "cpu", CpuBackend())     # no object cache
 
 
 LOG_SOFTMAX = """HloModule log_softmax
