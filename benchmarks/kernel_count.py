@@ -37,7 +37,7 @@ NOT_KERNELS = frozenset({
     "partition-id", "replica-id"})
 CONTROL_FLOW = ("while", "conditional", "call")
 
-from hloc.passes.fusion_wrapper import reshape_is_bitcast  # noqa: E402
+from hloc.passes.fusion.wrapper import reshape_is_bitcast  # noqa: E402
 
 
 def kernels(module) -> collections.Counter:

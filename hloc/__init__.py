@@ -16,6 +16,20 @@ lists, which are converted to the parameter's type; tuples for tuple parameters.
 returns NumPy arrays (0-d for scalars) and tuples for tuple results, and raises
 hloc.diagnostics.InputError for a wrong argument count, type or shape and
 UnsupportedError for an operation the back end cannot execute.
+
+Layers, bottom-up (tests/test_layering.py reads the imports and holds them to this):
+1. value types: hloc.ir.dtypes, .shape, .attrs, .literal, .stackframes and
+   hloc.diagnostics; they import nothing above them.
+2. the registry: hloc.ops (OpDef rows, traits, shape rules; executor facets attach
+   through hloc.ops.facets); imports only value types.
+3. the graph: hloc.ir.module, .graph, .clone, .rewriter (instructions, computations, modules and
+   every edit of them); may ask the registry (e.g. whether an op has side effects).
+4. text, beside the graph: hloc.syntax (lexing, literal parsing, building) and the printer.
+5. the verifier, the interpreter (hloc.interp) and the passes (hloc.passes; constant
+   folding runs the interpreter, by design).
+6. executors and commands on top: runner, inputs, compare, fake_args, cli, backend.
+No import cycles; nothing in the graph or the registry imports passes, interp, syntax or
+an executor.
 """
 from __future__ import annotations
 
@@ -69,14 +83,6 @@ def load_outputs(path) -> list:
     return _load(path)
 
 
-def _module_run(self, *args, backend: str = "interpreter", seed: int = 42):
-    return run(self, *args, backend=backend, seed=seed)
-
-
-_module_run.__name__ = "run"
-_module_run.__doc__ = run.__doc__
-
-
 def __getattr__(name: str):
     if name == "graph":                 # the drawing package, callable as hloc.graph(m)
         import importlib
@@ -84,29 +90,29 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'hloc' has no attribute {name!r}")
 
 
-def _module_repr_svg(self):
+def _module_repr_svg(module):
     """Jupyter: the module drawn by Graphviz (None, so HTML is used, without `dot`)."""
     from .graph import find_dot, graph_image
     if find_dot() is None:
         return None
-    return graph_image(self, "svg").decode("utf-8")
+    return graph_image(module, "svg").decode("utf-8")
 
 
-def _module_repr_html(self):
+def _module_repr_html(module):
     """Jupyter: the interactive page in a sandboxed iframe (scripts only, no network)."""
     from html import escape
 
     from .graph import graph_html
-    page = graph_html(self)
+    page = graph_html(module)
     return (f'<iframe sandbox="allow-scripts" style="width:100%;height:600px;border:0" '
             f'srcdoc="{escape(page, quote=True)}"></iframe>')
 
 
-def _attach() -> None:
-    from .ir.module import Module
-    Module.run = _module_run
-    Module._repr_svg_ = _module_repr_svg
-    Module._repr_html_ = _module_repr_html
+def _install() -> None:
+    """What Module.run and the Jupyter reprs (defined on the class) call: this package
+    sits above the IR, so it installs them there."""
+    from .ir.module import install_hooks
+    install_hooks(run=run, repr_svg=_module_repr_svg, repr_html=_module_repr_html)
 
 
-_attach()
+_install()

@@ -26,6 +26,7 @@ import numpy as np
 from .diagnostics import InputError
 from .inputs import entry_parameters
 from .ir.dtypes import DTYPES, DType
+from .ir.graph import callers
 from .ir.shape import UNBOUNDED, ArrayShape, TupleShape
 
 __all__ = ["make_fake_arguments", "find_constraints", "Constraint"]
@@ -63,15 +64,6 @@ def _init_kind(comp) -> str:
     if a.opcode != "parameter" or b.opcode != "parameter" or a is b:
         return "random"
     return {"add": "zero", "multiply": "one"}.get(root.opcode, "random")
-
-
-def _callers(module) -> dict[int, list]:
-    out: dict[int, list] = {}
-    for comp in module.computations:
-        for inst in comp.instructions:
-            for callee in inst.called_computations():
-                out.setdefault(id(callee), []).append(inst)
-    return out
 
 
 def _record(user, k: int, formatted: bool, c: Constraint) -> None:
@@ -115,7 +107,7 @@ def _record(user, k: int, formatted: bool, c: Constraint) -> None:
 
 class _Walker:
     def __init__(self, module):
-        self.callers = _callers(module)
+        self.callers = {id(c): sites for c, sites in callers(module).items()}
         self.seen: set = set()
 
     def walk(self, inst, path: tuple, formatted: bool, c: Constraint) -> None:

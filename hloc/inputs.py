@@ -26,7 +26,8 @@ import numpy as np
 from .binding import describe_parameters, describe_values, match_names
 from .diagnostics import InputError
 from .ir.dtypes import from_numpy
-from .ir.literal import LiteralError, parse_literal
+from .ir.literal import LiteralError
+from .syntax.literal_parser import parse_literal
 from .ir.shape import ArrayShape, ShapeSyntaxError, TupleShape, parse_shape_prefix
 
 __all__ = ["NATIVE", "TYPE_TABLE", "InputArray", "load_npz", "load_outputs", "save_npz",

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .ir import attrs as attr_kinds
 from .ir.module import Computation, Instruction, Module
 from .ir.shape import TupleShape
 from .ops import GENERIC_ATTRS
+from .syntax import attr_kinds
+from .syntax.literal_printer import literal_text
 
 _HEADER_ORDER = ("is_scheduled", "input_output_alias", "buffer_donor",
                  "alias_passthrough_params", "entry_computation_layout",
@@ -121,7 +122,7 @@ def instruction_to_text(inst: Instruction, options: PrintOptions = PrintOptions(
     if opdef.name == "parameter":
         args = str(inst.parameter_number)
     elif opdef.name == "constant":
-        args = inst.literal.to_text(print_large=options.large_constants)
+        args = literal_text(inst.literal, print_large=options.large_constants)
     else:
         if options.operand_shapes:
             args = _operand_list([f"{o.shape} {pct}{o.name}" for o in inst.operands])

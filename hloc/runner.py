@@ -18,7 +18,8 @@ import numpy as np
 
 from .diagnostics import InputError
 from .inputs import flatten_leaves, save_npz
-from .ir.literal import TEXT_ROWS_MAX, TRUNCATE_AT, literal_to_string, text_rows
+from .ir.literal import TEXT_ROWS_MAX, TRUNCATE_AT
+from .syntax.literal_printer import literal_to_string, text_rows
 from .ir.shape import ArrayShape, TupleShape
 
 __all__ = ["BACKENDS", "Backend", "RunResult", "run_module", "result_text", "argument_text",

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from .inputs import flatten_leaves
-from .ir.literal import TRUNCATE_AT, format_scalar, literal_to_string
+from .ir.literal import TRUNCATE_AT
+from .syntax.literal_printer import format_scalar, literal_to_string
 from .ir.shape import ArrayShape, TupleShape
 
 __all__ = ["result_summary", "leaf_shapes", "SMALL", "FIRST"]

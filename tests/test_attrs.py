@@ -1,5 +1,6 @@
-"""Typed attribute kinds (hloc.ir.attrs): round trips, XLA canonical printing, values,
-errors, and sweeps over the XLA corpus (skipped when ../shared is absent)."""
+"""Typed attribute kinds (hloc.ir.attrs values, hloc.syntax.attr_kinds parsing/printing):
+round trips, XLA canonical printing, values, errors, and sweeps over the XLA corpus
+(skipped when ../shared is absent)."""
 from __future__ import annotations
 
 import collections
@@ -8,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hloc.ir.attrs import (KINDS, AttrSyntaxError, CompRef, ComputationLayout, ConvDimNumbers,
-                           InlineComp, LiteralAttr, ReplicaGroups, Verbatim, Window, WindowDim,
-                           format_value, parse_value)
+from hloc.ir.attrs import (AttrSyntaxError, CompRef, ComputationLayout, ConvDimNumbers,
+                           InlineComp, LiteralAttr, ReplicaGroups, Verbatim, Window, WindowDim)
+from hloc.syntax.attr_kinds import KINDS, format_value, parse_value
 from hloc.ir.shape import parse_shape
 
 # ---------------------------------------------------------------------------

@@ -25,8 +25,9 @@ from hloc.inputs import bind_arguments, flatten_leaves, load_npz
 from hloc.ir.module import Instruction
 from hloc.passes import PassContext
 from hloc.passes.fusion import InstructionFusion
-from hloc.passes.fusion_analysis import xla_post_order
-from hloc.passes.fusion_wrapper import FusionWrapper
+from hloc.ir.graph import post_order
+from hloc.syntax.literal_printer import literal_text
+from hloc.passes.fusion import FusionWrapper
 from hloc.runner import run_module
 from hloc.verifier import collect_errors
 
@@ -425,7 +426,7 @@ def unfuse(module) -> None:
             if inst.opcode != "fusion" or inst.attrs["kind"] == "kCustom":
                 continue
             body, env = inst.attrs["calls"], {}
-            for f in xla_post_order(body.instructions):
+            for f in post_order(body):
                 if f.opcode == "parameter":
                     env[id(f)] = inst.operands[f.parameter_number]
                     continue
@@ -441,12 +442,12 @@ def unfuse(module) -> None:
         if id(comp) in fused:
             continue
         seen = {}
-        for inst in xla_post_order(comp.instructions):
+        for inst in post_order(comp):
             if inst.opcode in ("parameter", "rng", "custom-call", "while", "conditional",
                                "call", "fusion"):
                 continue
             key = (inst.opcode, str(inst.shape), tuple(id(o) for o in inst.operands),
-                   inst.literal.to_text() if inst.literal is not None else None,
+                   literal_text(inst.literal) if inst.literal is not None else None,
                    repr(sorted((k, repr(v)) for k, v in inst.attrs.items() if k != "metadata")))
             if key in seen:
                 inst.replace_all_uses_with(seen[key])

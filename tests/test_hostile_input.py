@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from hloc.cli import main
 from hloc.diagnostics import HlocError
 from hloc.fake_args import make_fake_arguments
-from hloc.ir.literal import format_constant, literal_to_string
+from hloc.syntax.literal_printer import format_constant, literal_to_string
 from hloc.passes.driver import optimize
 from hloc.passes.pipelines import default_pipeline
 from hloc.printer import module_to_text

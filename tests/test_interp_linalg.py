@@ -20,7 +20,7 @@ import hloc.interp.elementwise  # noqa: F401
 import hloc.interp.linalg as la
 from hloc.diagnostics import UnsupportedError
 from hloc.interp.core import Interpreter
-from hloc.ir.attrs import parse_value
+from hloc.syntax.attr_kinds import parse_value
 
 RNG = np.random.default_rng(99)
 

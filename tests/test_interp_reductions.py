@@ -1,4 +1,4 @@
-"""Reductions, windows and sorting (hloc/interp/reductions.py) at their edges.
+"""Reductions, windows and sorting (hloc/interp/reductions.py, sorting.py) at their edges.
 
 Orders are HloEvaluator's: reduce folds from init in the operand's layout order and sums
 floats in double; reduce-window and select-and-scatter walk windows row-major through
@@ -15,6 +15,7 @@ import hloc
 import hloc.interp.data_movement  # noqa: F401
 import hloc.interp.elementwise  # noqa: F401
 import hloc.interp.reductions as red
+import hloc.interp.sorting as sorting
 from hloc.interp.core import Interpreter
 
 RNG = np.random.default_rng(7)
@@ -308,7 +309,7 @@ c { a = f32[] parameter(0)
   ROOT r = pred[] compare(a, b), direction=LT }
 ENTRY e { x = f32[7] parameter(0)
   ROOT s = f32[7] sort(x), dimensions={0}, to_apply=c }""", x)
-    perm = red._merge_sort(list(range(7)), lambda a, b: bool(x[a] < x[b]))
+    perm = sorting._merge_sort(list(range(7)), lambda a, b: bool(x[a] < x[b]))
     np.testing.assert_array_equal(flt.view(np.uint32), x[perm].view(np.uint32))
 
 
@@ -329,7 +330,7 @@ ENTRY e { x = s32[2,10] parameter(0)
 def test_merge_sort_matches_stable_sort():
     for n in (0, 1, 8, 9, 30):
         keys = RNG.integers(0, 5, n)
-        got = red._merge_sort(list(range(n)), lambda a, b: keys[a] < keys[b])
+        got = sorting._merge_sort(list(range(n)), lambda a, b: keys[a] < keys[b])
         assert got == sorted(range(n), key=lambda i: keys[i])
 
 

@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from hloc.ir.dtypes import DTYPES
-from hloc.ir.literal import (ElidedFiller, Literal, LiteralError, fill_elided, format_constant,
-                             format_scalar, literal_from_array, literal_to_string, parse_literal)
+from hloc.ir.literal import ElidedFiller, Literal, LiteralError, fill_elided, literal_from_array
+from hloc.syntax.literal_parser import parse_literal
+from hloc.syntax.literal_printer import (format_constant, format_scalar, literal_text,
+                                         literal_to_string)
 from hloc.ir.shape import array, parse_shape, tuple_shape
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -394,7 +396,7 @@ def test_elided_fill_matches_xla_sequence():
     for shape_text, text, printed in FILL_SEQUENCE:
         shape = parse_shape(shape_text)
         lit = parse_literal(text, shape, filler=filler)
-        assert lit.elided and lit.text == text and lit.to_text() == text
+        assert lit.elided and lit.text == text and literal_text(lit) == text
         assert format_constant(shape, lit.value, print_large=True) == printed, shape_text
 
 
@@ -427,14 +429,14 @@ def test_literal_object_and_to_text():
     lit = parse_literal("{ {1, 2}, {3, 4} }", shape)
     assert isinstance(lit, Literal) and lit.shape is shape and not lit.elided
     assert lit.value.dtype == np.float32 and lit.value.shape == (2, 2)
-    assert lit.to_text() == "{ {1, 2}, {3, 4} }"        # original text kept verbatim
+    assert literal_text(lit) == "{ {1, 2}, {3, 4} }"        # original text kept verbatim
     new = literal_from_array(shape, lit.value * 2)
-    assert new.text is None and new.to_text() == "{ { 2, 4 }, { 6, 8 } }"
+    assert new.text is None and literal_text(new) == "{ { 2, 4 }, { 6, 8 } }"
     big = literal_from_array(array("f32", [20]), np.zeros(20))
-    assert big.value.dtype == np.float32 and big.to_text() == "{...}"
+    assert big.value.dtype == np.float32 and literal_text(big) == "{...}"
     assert literal_from_array(array("s32", [3]), 7).value.tolist() == [7, 7, 7]
     tup = literal_from_array(tuple_shape([array("f32", []), array("s32", [2])]), (1.5, [1, 2]))
-    assert tup.to_text() == "{...}" and tup.to_text(print_large=True) == "( 1.5, {1, 2} )"
+    assert literal_text(tup) == "{...}" and literal_text(tup, print_large=True) == "( 1.5, {1, 2} )"
     with pytest.raises(LiteralError):
         literal_from_array(array("f32", [3]), np.zeros(4))
 

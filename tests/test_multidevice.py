@@ -22,7 +22,7 @@ from hloc.diagnostics import HlocError, UnsupportedError
 from hloc.interp import Interpreter
 from hloc.interp.devices import DeviceError, run_devices
 from hloc.inputs import flatten_leaves
-from hloc.ir import attrs as A
+from hloc.syntax import attr_kinds as A
 from corpus import TESTDATA, XLA, needs_corpus, xla_manifest
 
 MD = TESTDATA / "multidevice"

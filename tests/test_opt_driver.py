@@ -292,3 +292,17 @@ def test_default_pipeline_dump_starts_with_xla_pipeline_names(small, tmp_path):
 def test_dump_pass_re_needs_dump_to(small):
     result = invoke_opt([small, "--dump-pass-re", ".*"])
     assert result.exit_code == 2
+
+
+def test_unknown_pass_in_a_pipeline_is_an_error_when_built():
+    from hloc.passes.base import PassError
+    from hloc.passes.pipelines import _passes, pipeline_names
+    with pytest.raises(PassError, match="Pass simplify-sorts not found"):
+        _passes("algsimp", "simplify-sorts")
+    names = pipeline_names(default_pipeline())
+    assert all(n in PASSES for n in names if n not in _PIPELINE_NAMES), names
+
+
+_PIPELINE_NAMES = {"cpu", "HLO passes through layout assignment", "simplification",
+                   "HLO passes after layout assignment",
+                   "simplification after layout assignment"}

@@ -9,7 +9,8 @@ from types import SimpleNamespace as NS
 import pytest
 
 import hloc.ops as O
-from hloc.ir.attrs import KINDS, ConvDimNumbers, ReplicaGroups, Window, WindowDim
+from hloc.ir.attrs import ConvDimNumbers, ReplicaGroups, Window, WindowDim
+from hloc.syntax.attr_kinds import KINDS
 from hloc.ir.shape import parse_shape, parse_shape_prefix
 from hloc.ops.base import (CALLS, COLLECTIVE, COMMUTATIVE, ELEMENTWISE, EXPENSIVE,
                            MIXED_PRECISION_OK, SIDE_EFFECT, TRANSCENDENTAL)

@@ -17,6 +17,7 @@ from ..interp.core import unsupported
 from . import runtime
 from .loops import minor_to_major
 from .registry import ELEMENTAL
+from .registry import emitter as emitter_of
 from .types import I8, PTR, TypeUnsupported, opaque, storage_type
 
 
@@ -134,7 +135,7 @@ class KernelBuilder:
         if inst.opcode == "parameter":
             g = env[inst.parameter_number]
         else:
-            emitter = inst.opdef.emit
+            emitter = emitter_of(inst.opdef)
             if emitter is None or emitter.kind != ELEMENTAL:
                 why = inst.opdef.unsupported
                 raise unsupported(inst, f"opcode {inst.opcode} in the compiled back end"

@@ -1,8 +1,9 @@
 """Element generators of HLO's elementwise opcodes: one table row per opcode.
 
 `UNARY[op](kb, dt, x)` and `BINARY[op](kb, dt, a, b)` compute on compute values of element
-type dt (hloc.backend.types); `@emits` attaches one generator that reads the operands at
-the same index and looks the opcode up. The semantics are the interpreter's
+type dt (hloc.backend.types); `@emits_semantic` attaches one generator per elementwise
+semantic key (OpDef.semantic, shared with the interpreter), which reads the operands at
+the same index and looks the key up. The semantics are the interpreter's
 (hloc.interp.numerics): integer divide/remainder by 0 and INT_MIN/-1 as XLA defines them,
 shifts by >= the bit width, NaN-propagating maximum/minimum, f16/bf16 rounded after every
 op, f32 transcendentals computed in f64 and rounded once (glibc, as the interpreter) —
@@ -14,7 +15,7 @@ from llvmlite import ir
 
 from ..interp.core import unsupported
 from . import cplx
-from .registry import emits
+from .registry import emits, emits_semantic
 from .types import F32, F64, I1, Cplx, compute_type, const, round_narrow
 
 _CMP_INT = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
@@ -327,7 +328,7 @@ _COMPLEX_UNARY = {
 
 
 def unary(kb, inst, dt, x):
-    op = inst.opcode
+    op = inst.opdef.semantic or inst.opcode       # the row's semantic key
     if dt.kind in ("int", "uint"):
         table = _INT_UNARY
     elif dt.kind == "pred":
@@ -338,7 +339,7 @@ def unary(kb, inst, dt, x):
         table = _FLOAT_UNARY
     fn = table.get(op)
     if fn is None:
-        raise unsupported(inst, f"{op} on {dt.name} in the compiled back end")
+        raise unsupported(inst, f"{inst.opcode} on {dt.name} in the compiled back end")
     y = fn(kb, dt, x)
     if dt.kind == "float" and op not in _NO_ROUND:
         y = round_narrow(kb.b, dt, y)
@@ -346,7 +347,7 @@ def unary(kb, inst, dt, x):
 
 
 def binary(kb, inst, dt, a, b):
-    op = inst.opcode
+    op = inst.opdef.semantic or inst.opcode       # the row's semantic key
     if dt.kind in ("int", "uint"):
         fn = _INT_BINARY.get(op)
     elif dt.kind == "pred":
@@ -357,27 +358,27 @@ def binary(kb, inst, dt, a, b):
     else:
         fn = _FLOAT_BINARY.get(op)
     if fn is None:
-        raise unsupported(inst, f"{op} on {dt.name} in the compiled back end")
+        raise unsupported(inst, f"{inst.opcode} on {dt.name} in the compiled back end")
     y = fn(kb, dt, a, b)
     return round_narrow(kb.b, dt, y) if dt.kind == "float" else y
 
 
-UNARY_OPCODES = ("abs", "negate", "sign", "not", "count-leading-zeros", "popcnt", "is-finite",
+UNARY_KEYS = ("abs", "negate", "sign", "not", "count-leading-zeros", "popcnt", "is-finite",
                  "real", "imag", "ceil", "floor", "round-nearest-afz", "round-nearest-even",
                  "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic",
                  "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan", "tanh", "erf", "acos",
                  "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh")
-BINARY_OPCODES = ("add", "subtract", "multiply", "divide", "remainder", "power", "maximum",
+BINARY_KEYS = ("add", "subtract", "multiply", "divide", "remainder", "power", "maximum",
                   "minimum", "atan2", "and", "or", "xor", "shift-left",
                   "shift-right-arithmetic", "shift-right-logical", "mulhi")
 
 
-@emits(*UNARY_OPCODES)
+@emits_semantic(*UNARY_KEYS)
 def _emit_unary(kb, inst, ops, index):
     return unary(kb, inst, inst.operands[0].shape.dtype, ops[0](index))
 
 
-@emits(*BINARY_OPCODES)
+@emits_semantic(*BINARY_KEYS)
 def _emit_binary(kb, inst, ops, index):
     dt = inst.shape.dtype
     a, b = ops[0](index), ops[1](index)

@@ -15,6 +15,7 @@ from ..interp.core import unsupported
 from .context import KernelBuilder, ptr_arg
 from .loops import Index, for_range, i64, minor_to_major
 from .registry import ELEMENTAL, KERNEL
+from .registry import emitter as emitter_of
 from .structural import reader
 from .types import I64, PTR, VOID, storage_type, store_elem
 
@@ -48,14 +49,14 @@ def emit_kernel(mcx, inst) -> ir.Function:
         env = {k: r for k, r in enumerate(readers)}
         root = comp.root
         gen_of = lambda i: kb.generator(i, env)    # noqa: E731
-        emitter = root.opdef.emit
+        emitter = emitter_of(root.opdef)
         if emitter is not None and emitter.kind == KERNEL:   # e.g. a fused scatter
             emitter.fn(kb, root, [gen_of(o) for o in root.operands], list(zip(outs, out_shapes)))
             b.ret_void()
             return fn
     else:
         root = inst
-        emitter = inst.opdef.emit
+        emitter = emitter_of(inst.opdef)
         if emitter is not None and emitter.kind == KERNEL:
             emitter.fn(kb, inst, readers, list(zip(outs, out_shapes)))
             b.ret_void()

@@ -4,18 +4,22 @@
 (operands are generators `g(index) -> value`; the value is a compute value, or a list of
 them for a tuple-shaped result). `@emits_kernel(*opcodes)` registers a *kernel emitter*
 `fn(kb, inst, operands, outputs)` for ops that are not elemental (scatter, sort ...): it
-writes whole output buffers itself. Both store an `Emitter` record in `OpDef.emit` — the
-one place an op's code generation lives (twin of hloc.interp.core's `@evaluates`).
+writes whole output buffers itself. `@emits_semantic(*keys)` registers an element
+generator for every elementwise row whose semantic key (OpDef.semantic) is one of `keys`.
+All three are facets of the registry (hloc.ops.facets, kinds "emit" and "emit_kernel"),
+the twins of hloc.interp's `@evaluates`; `emitter(opdef)` is what code generation reads.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
-from ..ops import REGISTRY
+from ..ops import REGISTRY, facets
 
 ELEMENTAL = "elemental"
 KERNEL = "kernel"
+
+facets.declare("emit_kernel")
 
 
 @dataclass(frozen=True)
@@ -24,24 +28,36 @@ class Emitter:
     fn: Callable
 
 
-def _register(kind: str, opcodes):
-    def register(fn):
-        for op in opcodes:
-            opdef = REGISTRY.get(op)
-            if opdef is None:      # an opcode this XLA version lacks
-                continue
-            if opdef.emit is not None:
-                raise ValueError(f"code generation for {op} registered twice")
-            opdef.emit = Emitter(kind, fn)
-        return fn
-    return register
+def _known(opcodes):
+    # An opcode this XLA version lacks is skipped.
+    return [op for op in opcodes if op in REGISTRY]
 
 
 def emits(*opcodes):
     """Decorator: `fn(kb, inst, operands, index) -> value` generates the ops' elements."""
-    return _register(ELEMENTAL, opcodes)
+    def register(fn):
+        return facets.attach("emit", fn, *_known(opcodes))
+    return register
+
+
+def emits_semantic(*keys):
+    """Decorator: the element generator of every elementwise row with one of `keys`."""
+    def register(fn):
+        return facets.attach_semantic("emit", fn, *keys)
+    return register
 
 
 def emits_kernel(*opcodes):
     """Decorator: `fn(kb, inst, operands, outputs)` emits the ops' whole kernels."""
-    return _register(KERNEL, opcodes)
+    def register(fn):
+        return facets.attach("emit_kernel", fn, *_known(opcodes))
+    return register
+
+
+def emitter(opdef) -> Emitter | None:
+    """The op's code generation: its element generator, else its kernel emitter."""
+    fn = facets.get("emit", opdef.name)
+    if fn is not None:
+        return Emitter(ELEMENTAL, fn)
+    fn = facets.get("emit_kernel", opdef.name)
+    return Emitter(KERNEL, fn) if fn is not None else None

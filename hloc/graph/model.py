@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ..ir.shape import ArrayShape
 from ..printer import instruction_to_text
+from ..syntax.literal_printer import literal_text
 from .colours import FUSION_CLUSTER, FUSION_CLUSTER_HIGHLIGHT, is_small, scheme_for
 from .metadata import StackIndex, tooltip
 from .selection import DEEMPHASISED, HIGHLIGHT, SOME_OPERANDS, OMIT_OPERANDS, \
@@ -89,7 +90,7 @@ def _node_shape_text(inst) -> str:
 def _constant_text(const) -> str:
     shape = const.shape
     if isinstance(shape, ArrayShape) and shape.size <= 8 and const.literal is not None:
-        lit = const.literal.to_text()
+        lit = literal_text(const.literal)
         if len(lit) <= 64:
             return f"{shape} {lit}"
     name = const.name if const.name.startswith("constant") else f"constant {const.name}"

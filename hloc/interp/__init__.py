@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import core                                                     # noqa: F401
 from . import conversions, numerics                                    # noqa: F401 (kernels)
-from . import elementwise, data_movement, reductions, linalg, rng      # noqa: F401 (register)
+from . import elementwise, data_movement, reductions, sorting, linalg, rng  # noqa: F401
 from . import custom_calls, collectives, manual                        # noqa: F401 (register)
 from .core import TOKEN, EvalContext, Interpreter, evaluates, unsupported
 

@@ -3,7 +3,7 @@
 Values are NumPy arrays (dtype = the element type's storage type from
 hloc.ir.dtypes, e.g. ml_dtypes.bfloat16 for bf16; 0-d arrays for scalars), Python
 tuples for tuple shapes, and TOKEN for tokens. Per-op semantics live in the registry
-(`OpDef.evaluate`, attached with `@evaluates(...)`); only the structural kinds that move
+(the "evaluate" facet, attached with `@evaluates(...)`, hloc.ops.facets); only the structural kinds that move
 values between computations are handled here, in one closed match.
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ import numpy as np
 
 from ..diagnostics import UnsupportedError
 from ..ir.module import Computation, Instruction, Module
-from ..ops import REGISTRY
+from ..ops import facets
+from ..ops.facets import evaluates  # noqa: F401  (re-exported for the kernels)
 from .devices import PerShard, run_per_shard
 
 
@@ -40,16 +41,9 @@ class _Token:
 TOKEN = _Token()
 
 
-def evaluates(*opcodes):
-    """Decorator: `fn(inst, operands, ctx) -> value` becomes the ops' evaluation."""
-    def register(fn):
-        for op in opcodes:
-            opdef = REGISTRY[op]
-            if opdef.evaluate is not None:
-                raise ValueError(f"evaluation for {op} registered twice")
-            opdef.evaluate = fn
-        return fn
-    return register
+# `@evaluates(*opcodes)`: `fn(inst, operands, ctx) -> value` becomes the ops' evaluation
+# (the registry's "evaluate" facet).
+EVALUATIONS = facets.table("evaluate")
 
 
 class EvalContext:
@@ -161,7 +155,7 @@ class Interpreter:
                                       else "false_computation"]
                     i = 0 if bool(selector) else 1
                 return self.call(comp, [env[id(inst.operands[i + 1])]])
-        fn = inst.opdef.evaluate
+        fn = EVALUATIONS.get(inst.opdef.name) or facets.get("evaluate", inst.opdef.name)
         if fn is None:
             why = inst.opdef.unsupported
             raise unsupported(inst, f"opcode {inst.opcode}" + (f": {why}" if why else ""))

@@ -22,7 +22,7 @@ import numpy as np
 from ..ir.shape import TupleShape
 from .core import evaluates
 from .linalg import cholesky_lower, triangular_solve_array
-from .reductions import sort_permutation
+from .sorting import sort_permutation
 
 _CONFIG_ITEM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(-?\d+)\s*:\s*[a-z]+\d*")
 

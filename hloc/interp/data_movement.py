@@ -17,7 +17,8 @@ import numpy as np
 
 from ..ir.shape import ArrayShape, TupleShape
 from .core import TOKEN, evaluates
-from .reductions import apply_computation, binary_root, update_rounds
+from .lanes import apply_computation, binary_root
+from .reductions import update_rounds
 
 
 def to_s64(x) -> np.ndarray:

@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass
 
 from ..diagnostics import HlocError
-from ..ir.device_groups import group_list
+from ..syntax.device_groups import group_list
 
 __all__ = ["Device", "Rendezvous", "participants", "device_count", "run_devices",
            "DeviceError", "PerShard", "run_per_shard"]

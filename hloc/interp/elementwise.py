@@ -3,7 +3,7 @@
 Each evaluation picks the operands' element types from the instruction, runs a pure
 kernel from numerics.py / conversions.py under `np.errstate(all="ignore")` and checks
 that the result has exactly the storage dtype of the instruction's element type.
-Results take their dimensions from the operands (so the lane engine in reductions.py
+Results take their dimensions from the operands (so the lane engine in lanes.py
 can run these on arrays of any shape); scalar operands of select and clamp broadcast;
 copy of a tuple is the element-by-element (deep) copy.
 An element type the kernel does not take becomes `ctx.unsupported(...)`.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.dtypes import DTYPES
-from ..ops import REGISTRY
+from ..ops import facets
 from . import conversions as C
 from . import numerics as N
 from .core import evaluates
@@ -22,12 +22,6 @@ BINARY_OPCODES = ("add", "subtract", "multiply", "divide", "remainder", "power",
                   "minimum", "atan2", "and", "or", "xor", "shift-left",
                   "shift-right-arithmetic", "shift-right-logical", "mulhi")
 UNARY_OPCODES = tuple(N.UNARY)
-
-
-def _register(opcode: str, fn) -> None:
-    # Opcodes a given XLA version lacks (atan, mulhi ...) may be absent from the registry.
-    if opcode in REGISTRY:
-        evaluates(opcode)(fn)
 
 
 def _dtype(inst, i: int = 0):
@@ -71,7 +65,7 @@ def _unary(kernel):
     return evaluate
 
 
-def _binary(opcode):
+def _binary(key):
     def evaluate(inst, operands, ctx):
         a, b = _arrays(operands)
         dt = inst.shape.dtype
@@ -79,7 +73,7 @@ def _binary(opcode):
             # Mixed precision (the verifier allows it for floats): operands are converted
             # to the result type first, as XLA's float normalization would.
             a, b = (_run_convert(inst, ctx, v, _dtype(inst, i), dt) for i, v in enumerate((a, b)))
-        return _run(inst, ctx, N.binary, opcode, dt, a, b)
+        return _run(inst, ctx, N.binary, key, dt, a, b)
     return evaluate
 
 
@@ -93,11 +87,13 @@ def _run_convert(inst, ctx, x, src, dst):
         raise ctx.unsupported(inst, f"{inst.opcode}: {e}") from None
 
 
-for _op in UNARY_OPCODES:
-    if _op != "copy":
-        _register(_op, _unary(N.UNARY[_op]))
-for _op in BINARY_OPCODES:
-    _register(_op, _binary(_op))
+# Elementwise rows are evaluated by their semantic key (OpDef.semantic): a row naming one
+# of these keys is evaluated with no further edit here.
+for _key in UNARY_OPCODES:
+    if _key != "copy":
+        facets.attach_semantic("evaluate", _unary(N.UNARY[_key]), _key)
+for _key in BINARY_OPCODES:
+    facets.attach_semantic("evaluate", _binary(_key), _key)
 
 
 def deep_copy(value):

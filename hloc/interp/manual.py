@@ -31,7 +31,7 @@ import re
 
 import numpy as np
 
-from ..ir.device_groups import parse_sdy_meshes, parse_sdy_shardings
+from ..syntax.device_groups import parse_sdy_meshes, parse_sdy_shardings
 from ..verify.text_attrs import frontend_attributes
 from .custom_calls import CUSTOM_CALLS, _identity
 from .devices import PerShard

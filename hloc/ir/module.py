@@ -1,9 +1,11 @@
 """The in-memory module: HloModule -> computations -> instructions.
 
-Instructions keep their operands and users in both directions. Mutation goes through
-the methods here (`replace_all_uses_with`, `Computation.add_instruction`,
-`remove_instruction`) so users and order stay consistent; passes use these, never
-raw list surgery.
+Instructions keep their operands and users, and their control predecessors and
+successors, in both directions; a users list names each user once. Mutation goes through
+the methods here (`replace_all_uses_with`, `add_control_dependency_to`,
+`Computation.add_instruction`, `remove_instruction`) and the graph edits in
+hloc.ir.graph, so users, control edges, roots and order stay consistent; passes use
+these, never raw list surgery. `check_invariants` states what they keep.
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from .shape import Shape, TupleShape
 
 class Instruction:
     __slots__ = ("name", "opdef", "shape", "operands", "attrs", "users", "parent", "loc",
-                 "literal", "parameter_number", "control_predecessors", "is_root_marked")
+                 "literal", "parameter_number", "control_predecessors", "control_successors",
+                 "is_root_marked")
 
     def __init__(self, name: str, opdef, shape: Shape, operands=(), attrs=None, loc=None):
         self.name = name
@@ -28,6 +31,7 @@ class Instruction:
         self.literal = None            # constant: hloc.ir.literal.Literal
         self.parameter_number = -1     # parameter: its index
         self.control_predecessors: list[Instruction] = []
+        self.control_successors: list[Instruction] = []
         self.is_root_marked = False
         ops = self.operands
         if len(ops) == 1:
@@ -78,16 +82,88 @@ class Instruction:
         return old
 
     def replace_all_uses_with(self, new: "Instruction") -> None:
-        for user in list(self.users):
-            for i, op in enumerate(user.operands):
+        """ReplaceAllUsesWith: every use of self (and the root slot) becomes `new`; `new`
+        itself keeps using self if it did. Fusion users whose operands become duplicates
+        are deduplicated (HloFusionInstruction::DeduplicateFusionOperands)."""
+        fusions = []
+        kept = []
+        for user in self.users:
+            if user is new:
+                kept.append(user)
+                continue
+            ops = user.operands
+            for i, op in enumerate(ops):
                 if op is self:
-                    user.operands[i] = new
+                    ops[i] = new
             if user not in new.users:
                 new.users.append(user)
-        self.users = []
+            if user.opdef.name == "fusion":
+                fusions.append(user)
+        self.users = kept
         comp = self.parent
         if comp is not None and comp.root is self:
             comp.root = new
+        if fusions:
+            from .graph import dedupe_fusion_operands
+            for fusion in fusions:
+                dedupe_fusion_operands(fusion)
+
+    # -- control edges (XLA: AddControlDependencyTo / RemoveControlDependencyTo /
+    # DropAllControlDeps); both directions are kept.
+    def add_control_dependency_to(self, succ: "Instruction") -> None:
+        """`succ` runs after self."""
+        if succ not in self.control_successors:
+            self.control_successors.append(succ)
+            succ.control_predecessors.append(self)
+
+    def remove_control_dependency_to(self, succ: "Instruction") -> None:
+        self.control_successors = [s for s in self.control_successors if s is not succ]
+        succ.control_predecessors = [p for p in succ.control_predecessors if p is not self]
+
+    def drop_all_control_deps(self) -> None:
+        for succ in self.control_successors:
+            succ.control_predecessors = [p for p in succ.control_predecessors
+                                         if p is not self]
+        for pred in self.control_predecessors:
+            pred.control_successors = [s for s in pred.control_successors if s is not self]
+        self.control_successors = []
+        self.control_predecessors = []
+
+    def safely_drop_all_control_deps(self) -> None:
+        """SafelyDropAllControlDependencies: each control predecessor becomes one of each
+        control successor's before self's edges are dropped (the order is kept)."""
+        for succ in self.control_successors:
+            for pred in self.control_predecessors:
+                pred.add_control_dependency_to(succ)
+        self.drop_all_control_deps()
+
+    def copy_control_deps_from(self, other: "Instruction") -> None:
+        """CopyAllControlDepsFrom: self gets other's predecessors and successors."""
+        for pred in other.control_predecessors:
+            pred.add_control_dependency_to(self)
+        for succ in other.control_successors:
+            self.add_control_dependency_to(succ)
+
+    def set_shape(self, shape: Shape) -> None:
+        """A new result shape (XLA's mutable_shape), for passes that narrow a result."""
+        self.shape = shape
+
+    def move_control_deps_to(self, new: "Instruction") -> None:
+        """`new` takes self's place in each of its control edges (same positions)."""
+        for pred in self.control_predecessors:
+            succs = pred.control_successors
+            succs[succs.index(self)] = new
+            if new not in new.control_predecessors:
+                new.control_predecessors.append(pred)
+        for succ in self.control_successors:
+            preds = succ.control_predecessors
+            preds[preds.index(self)] = new
+            new.control_successors.append(succ)
+        self.control_predecessors = []
+        self.control_successors = []
+
+    def has_control_dependencies(self) -> bool:
+        return bool(self.control_predecessors) or bool(self.control_successors)
 
     def __repr__(self) -> str:
         return f"<{self.opcode} %{self.name}: {self.shape}>"
@@ -119,12 +195,20 @@ class Computation:
             self.parameters[n] = inst
         return inst
 
+    def set_root_instruction(self, inst: Instruction) -> None:
+        """HloComputation::set_root_instruction: `inst` (already in self) is the root."""
+        if inst.parent is not self:
+            raise ValueError(f"root %{inst.name} is not an instruction of {self.name}")
+        self.root = inst
+
     def remove_instruction(self, inst: Instruction) -> None:
         if inst.users:
             raise ValueError(f"cannot remove {inst.name}: it still has users")
         for op in inst.operands:
             if inst in op.users:
                 op.users.remove(inst)
+        if inst.control_predecessors or inst.control_successors:
+            inst.drop_all_control_deps()
         self.instructions.remove(inst)
         inst.parent = None
 
@@ -141,15 +225,19 @@ class Computation:
                 if op not in gone and inst in op.users:
                     op.users[:] = [u for u in op.users if u is not inst]
             inst.users = []
+            if inst.control_predecessors or inst.control_successors:
+                inst.drop_all_control_deps()
             inst.parent = None
         self.instructions[:] = [i for i in self.instructions if i not in gone]
 
-    def remove_parameter(self, number: int) -> None:
-        """Remove unused parameter `number`; later parameters are renumbered down."""
+    def remove_parameter(self, number: int, renumber: bool = True) -> None:
+        """Remove unused parameter `number`; later parameters move down one slot (and,
+        with `renumber`, get their new numbers)."""
         self.remove_instruction(self.parameters[number])
         del self.parameters[number]
-        for n in range(number, len(self.parameters)):
-            self.parameters[n].parameter_number = n
+        if renumber:
+            for n in range(number, len(self.parameters)):
+                self.parameters[n].parameter_number = n
 
     def set_instruction_order(self, order: list[Instruction]) -> None:
         """Reorder the instructions (a permutation of them), e.g. into post order."""
@@ -214,26 +302,26 @@ class Module:
 
     def post_order(self) -> list[Computation]:
         """Callees before callers, keeping the stored order where it already is one."""
-        seen: set[int] = set()
-        out: list[Computation] = []
-        for start in self.computations:
-            if id(start) in seen:
-                continue
-            stack = [(start, iter(_callees(start)))]
-            seen.add(id(start))
-            while stack:
-                comp, it = stack[-1]
-                nxt = next(it, None)
-                if nxt is None:
-                    stack.pop()
-                    out.append(comp)
-                elif id(nxt) not in seen:
-                    seen.add(id(nxt))
-                    stack.append((nxt, iter(_callees(nxt))))
-        if self.entry is not None and out and out[-1] is not self.entry and \
-                not any(self.entry in _callees(c) for c in out):
-            pass  # XLA keeps the entry where post-order puts it
-        return out
+        from .graph import computation_post_order
+        return computation_post_order(self, from_uncalled=False)
+
+    def clone(self, suffix: str = "clone") -> "Module":
+        """HloModule::Clone: an independent deep copy named `<name>-<suffix>` (names get
+        XLA's clone suffix; suffix="" keeps them)."""
+        from .clone import clone_module
+        return clone_module(self, suffix)
+
+    def run(self, *args, backend: str = "interpreter", seed: int = 42):
+        """Run the ENTRY computation on `args` with `backend` (hloc.run)."""
+        return _hook("run")(self, *args, backend=backend, seed=seed)
+
+    def _repr_svg_(self):
+        """Jupyter: the module drawn by Graphviz (None without `dot`; HTML is used)."""
+        return _hook("repr_svg")(self)
+
+    def _repr_html_(self):
+        """Jupyter: the interactive graph page."""
+        return _hook("repr_html")(self)
 
     def is_scheduled(self) -> bool:
         return bool(self.attrs.get("is_scheduled"))
@@ -242,11 +330,21 @@ class Module:
         return f"<module {self.name}>"
 
 
-def _callees(comp: Computation) -> list[Computation]:
-    out = []
-    for inst in comp.instructions:
-        out.extend(inst.called_computations())
-    return out
+# What Module.run and the Jupyter reprs call; the hloc package (above this layer: runner,
+# graph drawing) installs them, so the IR imports nothing above it.
+_HOOKS: dict = {}
+
+
+def install_hooks(**hooks) -> None:
+    """run(module, *args, backend=, seed=), repr_svg(module), repr_html(module)."""
+    _HOOKS.update(hooks)
+
+
+def _hook(name: str):
+    fn = _HOOKS.get(name)
+    if fn is None:
+        raise RuntimeError(f"Module.{name} needs the hloc package (import hloc)")
+    return fn
 
 
 def leaf_count(shape: Shape) -> int:

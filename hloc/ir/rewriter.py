@@ -1,8 +1,7 @@
-"""The mutation API passes use: unique names, new instructions, replacement, DCE.
+"""Creating instructions: unique names (XLA's NameUniquer), new instructions, and the
+side-effect question the graph's removal rules ask (HloInstruction::HasSideEffect).
 
-Everything that changes a module goes through here or through the small methods on
-Instruction/Computation, so users lists, roots and instruction order stay consistent.
-Graph walks are iterative (real dumps have dependency chains thousands long).
+Walks, replacement, removal and cloning are in hloc.ir.graph.
 """
 from __future__ import annotations
 
@@ -82,15 +81,6 @@ def add_instruction(comp: Computation, opcode: str, shape, operands=(), attrs=No
     return inst
 
 
-def replace_instruction(old: Instruction, new: Instruction) -> None:
-    """Make every user of `old` (and the root slot) use `new`; remove `old` if dead."""
-    old.replace_all_uses_with(new)
-    comp = old.parent
-    if comp is not None and not old.users and not has_side_effect(old) and \
-            old.opcode != "parameter":
-        comp.remove_instruction(old)
-
-
 def has_side_effect(inst: Instruction, memo: dict | None = None) -> bool:
     """HloInstruction::HasSideEffect: the instruction's own side effect or one anywhere in
     the computations it calls. `memo` (computation -> bool) can be shared across calls."""
@@ -116,45 +106,14 @@ def computation_has_side_effect(comp: Computation, memo: dict | None = None) -> 
     return result
 
 
-def post_order(comp: Computation) -> list[Instruction]:
-    """Operands before users, iteratively; unreachable instructions keep their place."""
-    seen: set[int] = set()
-    out: list[Instruction] = []
-    for start in comp.instructions:
-        if id(start) in seen:
-            continue
-        stack = [(start, 0)]
-        seen.add(id(start))
-        while stack:
-            inst, i = stack[-1]
-            deps = inst.operands + inst.control_predecessors
-            if i < len(deps):
-                stack[-1] = (inst, i + 1)
-                d = deps[i]
-                if id(d) not in seen and d.parent is comp:
-                    seen.add(id(d))
-                    stack.append((d, 0))
-            else:
-                stack.pop()
-                out.append(inst)
-    return out
-
-
-def remove_dead_instructions(comp: Computation) -> bool:
-    """Remove instructions whose values are unused (not the root, not parameters, not
-    side-effecting). Returns whether anything was removed."""
-    changed = False
-    worklist = [i for i in comp.instructions if not i.users]
-    while worklist:
-        inst = worklist.pop()
-        if inst.parent is not comp or inst.users or inst is comp.root:
-            continue
-        if inst.opcode == "parameter" or has_side_effect(inst):
-            continue
-        if any(inst in other.control_predecessors for other in comp.instructions):
-            continue
-        operands = list(inst.operands)
-        comp.remove_instruction(inst)
-        changed = True
-        worklist.extend(o for o in operands if not o.users)
-    return changed
+def add_parameter(comp: Computation, shape, number: int, name: str,
+                  attrs=None) -> Instruction:
+    """A new parameter(number) of comp (kept in its parameters list), placed after the
+    existing parameters."""
+    module = comp.parent
+    inst = Instruction(uniquer(module).unique(name) if module is not None else name,
+                       REGISTRY["parameter"], shape, (), dict(attrs or {}))
+    inst.parameter_number = number
+    first = next((i for i in comp.instructions if i.opcode != "parameter"), None)
+    comp.add_instruction(inst, before=first)
+    return inst

@@ -1,14 +1,16 @@
 """The op registry: one OpDef per opcode, holding every fact about it.
 
 Spelling, arity, the typed attribute schema (which drives parsing, printing,
-verification and CSE keys), traits, the shape rule, the NumPy evaluation and the LLVM
-element generator all live in the OpDef, so adding an op touches one place. Theme
+verification and CSE keys), traits, the shape rule and the semantic key of an
+elementwise row all live in the OpDef, declared once in a theme module's row and frozen;
+executors attach their facets (evaluation, emitters) through hloc.ops.facets, so adding
+an op touches one place per executor. Theme
 modules (`elementwise.py`, `data_movement.py`, ...) call `register()`; `REGISTRY` maps the
 text spelling to the OpDef.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 VARIADIC = None
@@ -21,7 +23,7 @@ class ShapeInferenceError(Exception):
 @dataclass(frozen=True)
 class AttrSpec:
     name: str
-    kind: str                 # a key of hloc.ir.attrs.KINDS
+    kind: str                 # a key of hloc.syntax.attr_kinds.KINDS
     required: bool = False
     default: Any = None       # value when absent (never printed when equal)
     # XLA stores the value and always prints it, the default included when the text
@@ -31,8 +33,11 @@ class AttrSpec:
     printed: bool = True
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class OpDef:
+    """Every fact about one opcode, declared once in its theme module's row and frozen.
+    What executors attach (the interpreter's evaluation, the back end's emitters) lives
+    in hloc.ops.facets, not here."""
     name: str
     # Operand count: an int, VARIADIC (None), or a (min, max) tuple (max None = unbounded).
     arity: int | tuple | None
@@ -43,25 +48,45 @@ class OpDef:
     # Raises ShapeInferenceError. None (or the SHAPE_REQUIRED trait): the result shape
     # must be written in the text.
     infer: Callable | None = None
-    # evaluate(inst, operand_values, ctx) -> value (filled in by hloc.interp).
-    evaluate: Callable | None = None
-    # emit: LLVM element generator (filled in by the back end).
-    emit: Callable | None = None
     # The reason this op cannot run, when it is known not to be executable here.
     unsupported: str | None = None
     # parse_check(inst) -> None | message | (message, attribute name): checks XLA's
     # parser makes once an instruction is complete, beyond the shape rule. A message is
     # reported at the next token (where XLA reports it), or at the named attribute.
     parse_check: Callable | None = None
+    # The elementwise row's meaning, shared by every executor (facets attached with
+    # hloc.ops.facets.attach_semantic): e.g. "add"; defaults to the name for elementwise rows.
+    semantic: str | None = None
     # XLA's parser reads this op's attributes before it checks the operand count (its
     # operand list once had optional extras), so an unknown attribute is reported first.
     arity_after_attrs: bool = False
     attr_index: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
-        self.attr_index = {a.name: a for a in self.attrs}
-        self.required_attrs = tuple(a.name for a in self.attrs if a.required)
-        self.attr_names = tuple(a.name for a in self.attrs)
+        put = object.__setattr__
+        traits = set(self.traits)
+        if self.name not in _STRICT_SHAPE:
+            traits.add(MIXED_PRECISION_OK)
+        if self.infer is None:
+            traits.add(SHAPE_REQUIRED)
+        if ELEMENTWISE in traits:
+            traits.add(ELEMENTAL)
+            if self.semantic is None:
+                put(self, "semantic", self.name)
+        put(self, "traits", frozenset(traits))
+        put(self, "attr_index", {a.name: a for a in self.attrs})
+        put(self, "required_attrs", tuple(a.name for a in self.attrs if a.required))
+        put(self, "attr_names", tuple(a.name for a in self.attrs))
+        put(self, "all_specs", {n: spec for n in {*self.attr_index, *GENERIC_INDEX}
+                                if (spec := self._attr_spec(n)) is not None})
+
+    def _attr_spec(self, name: str) -> AttrSpec | None:
+        spec = self.attr_index.get(name)
+        if spec is not None:
+            return spec
+        if name == "result_accuracy" and TRANSCENDENTAL not in self.traits:
+            return None
+        return GENERIC_INDEX.get(name)
 
     def arity_ok(self, n: int) -> bool:
         a = self.arity
@@ -90,6 +115,8 @@ CALLS = "calls"                    # has called computations
 EXPENSIVE = "expensive"            # not duplicated by fusion
 TRANSCENDENTAL = "transcendental"  # accepts result_accuracy
 COLLECTIVE = "collective"
+ASYNC = "async"                    # async-start / -update / -done (share one computation)
+CONTROL_FLOW = "control_flow"      # call, while, conditional (FlattenCallGraph's context)
 # XLA's parser cannot infer this op's result shape (it must be written in the text);
 # `infer` then checks the written shape for the verifier and raises "cannot infer shape
 # for opcode: X" when there is none.
@@ -101,9 +128,44 @@ EXPENSIVE_IF_COMPLEX = "expensive_if_complex"  # IsExpensive only for complex el
 MAY_SIDE_EFFECT = "may_side_effect"            # side effect depends on attributes
 # compare's `type` is printed only when it differs from the element type's default.
 COMPARE_TYPE_BY_DTYPE = "compare_type_by_dtype"
+# A compiled back end can express the op as an element generator (each output element
+# from operand elements): every ELEMENTWISE op, and data movement such as broadcast,
+# reshape, transpose, slice, concatenate, pad, iota, reverse, dynamic-slice, bitcast,
+# dynamic-update-slice, gather, reduce (what CpuInstructionFusion loop-fuses).
+ELEMENTAL = "elemental"
+# XLA:CPU's FusionWrapper wraps the op, left unfused, in a kLoop fusion of its own.
+CPU_WRAPPED = "cpu_wrapped"
+# The interpreter's walker moves the values itself (parameters, constants, tuples, calls
+# and control flow); such ops need no evaluation facet.
+STRUCTURAL = "structural"
+
+# Printed after the op's attributes, in this order (HloInstruction::PrintWithCanonicalNameMap;
+# checked against jaxlib 0.10.2's printer). result_accuracy is accepted only by
+# TRANSCENDENTAL ops; parameter_replication belongs to `parameter` (its first attribute).
+GENERIC_ATTRS: tuple[AttrSpec, ...] = (
+    AttrSpec("sharding", "verbatim"),
+    AttrSpec("frontend_attributes", "verbatim"),
+    AttrSpec("control-predecessors", "instruction_list"),
+    AttrSpec("statistics", "verbatim"),
+    AttrSpec("result_accuracy", "result_accuracy"),
+    AttrSpec("origin", "verbatim"),
+    AttrSpec("metadata", "verbatim"),
+    AttrSpec("backend_config", "verbatim"),
+)
+GENERIC_INDEX = {a.name: a for a in GENERIC_ATTRS}
+
+# ShapeVerifier::CheckShape compares these opcodes' shapes exactly; every other opcode
+# may differ from the inferred shape in floating-point precision (MIXED_PRECISION_OK).
+_STRICT_SHAPE = frozenset({
+    "bitcast", "call", "conditional", "constant", "copy-done", "copy-start", "custom-call",
+    "dynamic-update-slice", "get-tuple-element", "infeed", "outfeed", "opt-barrier",
+    "parameter", "recv", "recv-done", "send", "send-done", "tuple", "while"})
 
 
-def register(op: OpDef) -> OpDef:
+def register(op: OpDef, *traits: str) -> OpDef:
+    """Add `op` (with `traits` besides its own) to the registry."""
+    if traits:
+        op = replace(op, traits=op.traits | frozenset(traits))
     if op.name in REGISTRY:
         raise ValueError(f"opcode {op.name} registered twice")
     REGISTRY[op.name] = op

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ..ir.dtypes import PRED, S32, TOKEN, U32
 from ..ir.shape import ArrayShape, TupleShape
-from .base import (CALLS, EXPENSIVE, MAY_SIDE_EFFECT, SHAPE_REQUIRED, SIDE_EFFECT, AttrSpec,
-                   OpDef, register)
+from .base import (ASYNC, CALLS, CONTROL_FLOW, EXPENSIVE, MAY_SIDE_EFFECT, SHAPE_REQUIRED,
+                   SIDE_EFFECT, STRUCTURAL, AttrSpec, OpDef, register)
 from .shape_rules import (compatible, fail, human, is_float, is_scalar, make, need_attr,
                           need_declared, params_of, program_text, scalar, tup)
 
@@ -277,22 +277,24 @@ def _recv_done_infer(ops, attrs, inst):
 
 _SR = frozenset({SHAPE_REQUIRED})
 _SE_SR = frozenset({SIDE_EFFECT, SHAPE_REQUIRED, EXPENSIVE})
+_HOST_TRANSFER = ("host transfers (infeed/outfeed/send/recv) need a running XLA client "
+                  "with a host on the other end")
 _ASYNC_THREAD = AttrSpec("async_execution_thread", "string")
 _ALIASING = AttrSpec("output_to_operand_aliasing", "aliasing", default=())
 _CHANNEL = (AttrSpec("channel_id", "int"), AttrSpec("is_host_transfer", "bool", default=False))
 
 register(OpDef("parameter", 0, (AttrSpec("parameter_replication", "bool_list"),),
-               frozenset({EXPENSIVE})))            # the number is in the parentheses
-register(OpDef("constant", 0))                     # the literal is in the parentheses
-register(OpDef("tuple", None, infer=_tuple_infer))
+               frozenset({EXPENSIVE})), STRUCTURAL)            # the number is in the parentheses
+register(OpDef("constant", 0), STRUCTURAL)                     # the literal is in the parentheses
+register(OpDef("tuple", None, infer=_tuple_infer), STRUCTURAL)
 register(OpDef("get-tuple-element", 1, (AttrSpec("index", "int", required=True),),
-               infer=_gte_infer))
+               infer=_gte_infer), STRUCTURAL)
 register(OpDef("call", None, (AttrSpec("to_apply", "computation", required=True),
                               AttrSpec("is_composite", "bool", default=False)),
-               frozenset({CALLS, EXPENSIVE}), _call_infer))
+               frozenset({CALLS, EXPENSIVE, CONTROL_FLOW}), _call_infer), STRUCTURAL)
 register(OpDef("while", 1, (AttrSpec("condition", "computation", required=True),
                             AttrSpec("body", "computation", required=True)),
-               frozenset({CALLS, EXPENSIVE}), _while_infer))
+               frozenset({CALLS, EXPENSIVE, CONTROL_FLOW}), _while_infer), STRUCTURAL)
 # pred index: true/false_computation; s32 index: branch_computations.
 def _conditional_parse_check(inst):
     selector = inst.operands[0].shape if inst.operands else None
@@ -310,13 +312,13 @@ register(OpDef("conditional", (1, None), (
     AttrSpec("true_computation", "computation"),
     AttrSpec("false_computation", "computation"),
     AttrSpec("branch_computations", "computation_list"),
-), frozenset({CALLS, EXPENSIVE}), _conditional_infer,
-    parse_check=_conditional_parse_check))
+), frozenset({CALLS, EXPENSIVE, CONTROL_FLOW}), _conditional_infer,
+    parse_check=_conditional_parse_check), STRUCTURAL)
 register(OpDef("fusion", None, (
     AttrSpec("kind", "fusion_kind", required=True),
     _ALIASING,
     AttrSpec("calls", "computation", required=True),
-), frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED}), _fusion_infer))
+), frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED}), _fusion_infer), STRUCTURAL)
 def _custom_call_parse_check(inst):
     constraints = inst.attrs.get("operand_layout_constraints")
     if constraints is None:
@@ -351,13 +353,13 @@ register(OpDef("custom-call", None, (
 ), frozenset({CALLS, EXPENSIVE, MAY_SIDE_EFFECT}), parse_check=_custom_call_parse_check))
 register(OpDef("async-start", None, (_ASYNC_THREAD, _ALIASING,
                                      AttrSpec("calls", "computation", required=True)),
-               frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT}),
+               frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT, ASYNC}),
                _async_start_infer))
 register(OpDef("async-update", 1, (_ASYNC_THREAD, AttrSpec("calls", "computation")),
-               frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT}),
+               frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT, ASYNC}),
                _async_update_infer))
 register(OpDef("async-done", 1, (_ASYNC_THREAD, AttrSpec("calls", "computation")),
-               frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT}),
+               frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT, ASYNC}),
                _async_done_infer))
 register(OpDef("copy-start", 1, (AttrSpec("cross_program_prefetch_index", "int"),), _SR,
                _copy_start_infer))
@@ -382,12 +384,13 @@ def _infeed_parse_check(inst):
 
 register(OpDef("infeed", 1, (AttrSpec("infeed_config", "string", default=""),),
                frozenset({SIDE_EFFECT, SHAPE_REQUIRED}), _infeed_infer,
-               parse_check=_infeed_parse_check))
+               parse_check=_infeed_parse_check, unsupported=_HOST_TRANSFER))
 # outfeed_shape: when absent XLA stores operand 0's shape and prints that.
 register(OpDef("outfeed", 2, (AttrSpec("outfeed_shape", "shape", always_print=True),
                               AttrSpec("outfeed_config", "string", default="")),
-               frozenset({SIDE_EFFECT, SHAPE_REQUIRED}), _outfeed_infer))
-register(OpDef("send", 2, _CHANNEL, _SE_SR, _send_infer))
-register(OpDef("send-done", 1, _CHANNEL, _SE_SR, _send_done_infer))
-register(OpDef("recv", 1, _CHANNEL, _SE_SR, _recv_infer))
-register(OpDef("recv-done", 1, _CHANNEL, _SE_SR, _recv_done_infer))
+               frozenset({SIDE_EFFECT, SHAPE_REQUIRED}), _outfeed_infer,
+               unsupported=_HOST_TRANSFER))
+register(OpDef("send", 2, _CHANNEL, _SE_SR, _send_infer, unsupported=_HOST_TRANSFER))
+register(OpDef("send-done", 1, _CHANNEL, _SE_SR, _send_done_infer, unsupported=_HOST_TRANSFER))
+register(OpDef("recv", 1, _CHANNEL, _SE_SR, _recv_infer, unsupported=_HOST_TRANSFER))
+register(OpDef("recv-done", 1, _CHANNEL, _SE_SR, _recv_done_infer, unsupported=_HOST_TRANSFER))

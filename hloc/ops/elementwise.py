@@ -11,7 +11,7 @@ reduce-precision) are SHAPE_REQUIRED: their rule checks the written type.
 from __future__ import annotations
 
 from ..ir.dtypes import PRED
-from .base import (COMMUTATIVE, COMPARE_TYPE_BY_DTYPE, ELEMENTWISE, EXPENSIVE,
+from .base import (COMMUTATIVE, COMPARE_TYPE_BY_DTYPE, CPU_WRAPPED, ELEMENTWISE, EXPENSIVE,
                    EXPENSIVE_IF_COMPLEX, SHAPE_REQUIRED, TRANSCENDENTAL, AttrSpec, OpDef,
                    register)
 from .shape_rules import (change_type, compatible_ignoring_fp, compatible_ignoring_type,
@@ -99,40 +99,40 @@ _FC, _F = _float_complex, _float
 
 # (name, rule, traits). TRANSCENDENTAL = accepts result_accuracy (jaxlib 0.10.2's parser).
 UNARY = [
-    ("abs", _abs, {E, XC}),
+    ("abs", _abs, {E, XC, CPU_WRAPPED}),
     ("acos", _FC, {E, T, X}),
     ("acosh", _FC, {E, T, X}),
     ("asin", _FC, {E, T, X}),
     ("asinh", _FC, {E, T, X}),
     ("atan", _FC, {E, T, X}),            # upstream tip only; jaxlib 0.10.2 rejects it
     ("atanh", _FC, {E, T, X}),
-    ("cbrt", _F, {E, T, X}),
-    ("ceil", _F, {E}),
-    ("cosine", _FC, {E, T, XC}),
+    ("cbrt", _F, {E, T, X, CPU_WRAPPED}),
+    ("ceil", _F, {E, CPU_WRAPPED}),
+    ("cosine", _FC, {E, T, XC, CPU_WRAPPED}),
     ("cosh", _FC, {E, T, X}),
-    ("count-leading-zeros", _integral("Clz"), {E}),
-    ("erf", _F, {E, T, X}),
-    ("exponential", _FC, {E, T, X}),
-    ("exponential-minus-one", _FC, {E, T, X}),
-    ("floor", _F, {E}),
-    ("imag", _real_imag, {E}),
-    ("is-finite", _is_finite, {E}),
-    ("log", _FC, {E, T, X}),
-    ("log-plus-one", _FC, {E, T, X}),
+    ("count-leading-zeros", _integral("Clz"), {E, CPU_WRAPPED}),
+    ("erf", _F, {E, T, X, CPU_WRAPPED}),
+    ("exponential", _FC, {E, T, X, CPU_WRAPPED}),
+    ("exponential-minus-one", _FC, {E, T, X, CPU_WRAPPED}),
+    ("floor", _F, {E, CPU_WRAPPED}),
+    ("imag", _real_imag, {E, CPU_WRAPPED}),
+    ("is-finite", _is_finite, {E, CPU_WRAPPED}),
+    ("log", _FC, {E, T, X, CPU_WRAPPED}),
+    ("log-plus-one", _FC, {E, T, X, CPU_WRAPPED}),
     ("logistic", _FC, {E, T, X}),
-    ("negate", _negate, {E}),
-    ("not", _not, {E}),
-    ("popcnt", _integral("PopulationCount"), {E}),
-    ("real", _real_imag, {E}),
-    ("round-nearest-afz", _F, {E}),
-    ("round-nearest-even", _F, {E}),
-    ("rsqrt", _FC, {E, T, X}),
-    ("sign", _sign, {E, XC}),
-    ("sine", _FC, {E, T, XC}),
+    ("negate", _negate, {E, CPU_WRAPPED}),
+    ("not", _not, {E, CPU_WRAPPED}),
+    ("popcnt", _integral("PopulationCount"), {E, CPU_WRAPPED}),
+    ("real", _real_imag, {E, CPU_WRAPPED}),
+    ("round-nearest-afz", _F, {E, CPU_WRAPPED}),
+    ("round-nearest-even", _F, {E, CPU_WRAPPED}),
+    ("rsqrt", _FC, {E, T, X, CPU_WRAPPED}),
+    ("sign", _sign, {E, XC, CPU_WRAPPED}),
+    ("sine", _FC, {E, T, XC, CPU_WRAPPED}),
     ("sinh", _FC, {E, T, XC}),
-    ("sqrt", _FC, {E, T, X}),
-    ("tan", _FC, {E, T, XC}),
-    ("tanh", _FC, {E, T, X}),
+    ("sqrt", _FC, {E, T, X, CPU_WRAPPED}),
+    ("tan", _FC, {E, T, XC, CPU_WRAPPED}),
+    ("tanh", _FC, {E, T, X, CPU_WRAPPED}),
 ]
 
 
@@ -181,24 +181,24 @@ def _logical(op, lhs, rhs):
 
 
 BINARY = [
-    ("add", _arith, {E, C}),
-    ("and", _logical, {E, C}),
-    ("atan2", _atan2, {E, X}),
-    ("compare", _arith, {E, COMPARE_TYPE_BY_DTYPE}),
-    ("complex", _complex, {E}),
-    ("divide", _no_pred, {E, X}),       # XLA: cheap for integer division by a constant
-    ("maximum", _arith, {E, C}),
-    ("minimum", _arith, {E, C}),
+    ("add", _arith, {E, C, CPU_WRAPPED}),
+    ("and", _logical, {E, C, CPU_WRAPPED}),
+    ("atan2", _atan2, {E, X, CPU_WRAPPED}),
+    ("compare", _arith, {E, COMPARE_TYPE_BY_DTYPE, CPU_WRAPPED}),
+    ("complex", _complex, {E, CPU_WRAPPED}),
+    ("divide", _no_pred, {E, X, CPU_WRAPPED}),       # XLA: cheap for integer division by a constant
+    ("maximum", _arith, {E, C, CPU_WRAPPED}),
+    ("minimum", _arith, {E, C, CPU_WRAPPED}),
     ("mulhi", _arith, {E, C}),
-    ("multiply", _arith, {E, C}),
-    ("or", _logical, {E, C}),
-    ("power", _no_pred, {E, X}),
-    ("remainder", _no_pred, {E, X}),    # as divide
-    ("shift-left", _no_pred, {E}),
-    ("shift-right-arithmetic", _no_pred, {E}),
-    ("shift-right-logical", _no_pred, {E}),
-    ("subtract", _no_pred, {E}),
-    ("xor", _logical, {E, C}),
+    ("multiply", _arith, {E, C, CPU_WRAPPED}),
+    ("or", _logical, {E, C, CPU_WRAPPED}),
+    ("power", _no_pred, {E, X, CPU_WRAPPED}),
+    ("remainder", _no_pred, {E, X, CPU_WRAPPED}),    # as divide
+    ("shift-left", _no_pred, {E, CPU_WRAPPED}),
+    ("shift-right-arithmetic", _no_pred, {E, CPU_WRAPPED}),
+    ("shift-right-logical", _no_pred, {E, CPU_WRAPPED}),
+    ("subtract", _no_pred, {E, CPU_WRAPPED}),
+    ("xor", _logical, {E, C, CPU_WRAPPED}),
 ]
 
 
@@ -407,16 +407,16 @@ for _name, _check, _traits in BINARY:
                   AttrSpec("type", "comparison_type"))  # default: default_compare_type()
     register(OpDef(_name, 2, _attrs, frozenset(_traits), _binary_infer(_name, _check)))
 
-register(OpDef("select", 3, traits=frozenset({E}), infer=_select_infer))
-register(OpDef("clamp", 3, traits=frozenset({E}), infer=_clamp_infer))
+register(OpDef("select", 3, traits=frozenset({E, CPU_WRAPPED}), infer=_select_infer))
+register(OpDef("clamp", 3, traits=frozenset({E, CPU_WRAPPED}), infer=_clamp_infer))
 
-register(OpDef("convert", 1, traits=frozenset({E, SHAPE_REQUIRED}), infer=_convert_infer))
+register(OpDef("convert", 1, traits=frozenset({E, SHAPE_REQUIRED, CPU_WRAPPED}), infer=_convert_infer))
 # Elementwise in XLA only when the bit widths match (IsElementwiseImpl).
-register(OpDef("bitcast-convert", 1, traits=frozenset({SHAPE_REQUIRED}),
+register(OpDef("bitcast-convert", 1, traits=frozenset({SHAPE_REQUIRED, CPU_WRAPPED}),
                infer=_bitcast_convert_infer))
 register(OpDef("stochastic-convert", 2, traits=frozenset({E, SHAPE_REQUIRED}),
                infer=_stochastic_convert_infer))
 register(OpDef("reduce-precision", 1,
                (AttrSpec("exponent_bits", "int", required=True),
                 AttrSpec("mantissa_bits", "int", required=True)),
-               frozenset({E, SHAPE_REQUIRED}), _reduce_precision_infer))
+               frozenset({E, SHAPE_REQUIRED}), _reduce_precision_infer), CPU_WRAPPED)

@@ -432,8 +432,10 @@ register(OpDef("dot", 2, _DOT_DIMS + (_PRECISION, _ALGORITHM), _X, _dot_infer,
 register(OpDef("ragged-dot", 3, _DOT_DIMS + (
     AttrSpec("lhs_ragged_dims", "int_list", default=(), always_print=True),
     AttrSpec("rhs_group_dims", "int_list", default=()),
-    _PRECISION), _X, _ragged_dot_infer))
-register(OpDef("scaled-dot", 4, _DOT_DIMS + (_PRECISION, _ALGORITHM), _X, _scaled_dot_infer))
+    _PRECISION), _X, _ragged_dot_infer,
+    unsupported="ragged-dot is not implemented by XLA's evaluator either"))
+register(OpDef("scaled-dot", 4, _DOT_DIMS + (_PRECISION, _ALGORITHM), _X, _scaled_dot_infer,
+               unsupported="scaled-dot is not implemented by XLA's evaluator either"))
 register(OpDef("convolution", 2, (
     AttrSpec("window", "window"),
     AttrSpec("dim_labels", "dim_labels", required=True),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ir.dtypes import PRED, S32
 from ..ir.shape import ArrayShape, TupleShape
-from .base import CALLS, EXPENSIVE, AttrSpec, OpDef, register
+from .base import CALLS, CPU_WRAPPED, ELEMENTAL, EXPENSIVE, AttrSpec, OpDef, register
 from .shape_rules import (compatible, compatible_ignoring_fp, dynamic_of, expect_array,
                           fail, human, join, make, need_attr, params_of, program_text,
                           same_type_ignoring_fp, scalar, tup, verify_reducer, window_output)
@@ -217,9 +217,9 @@ _CX = frozenset({CALLS, EXPENSIVE})
 _TO_APPLY = AttrSpec("to_apply", "computation", required=True)
 
 register(OpDef("reduce", None, (AttrSpec("dimensions", "int_list", required=True),
-                                     _TO_APPLY), _CX, _reduce_infer))
+                                     _TO_APPLY), _CX, _reduce_infer), CPU_WRAPPED, ELEMENTAL)
 register(OpDef("reduce-window", None, (AttrSpec("window", "window"), _TO_APPLY), _CX,
-               _reduce_window_infer))
+               _reduce_window_infer), CPU_WRAPPED)
 register(OpDef("select-and-scatter", 3, (
     AttrSpec("window", "window"),
     AttrSpec("select", "computation", required=True),
@@ -227,7 +227,7 @@ register(OpDef("select-and-scatter", 3, (
 ), _CX, _select_and_scatter_infer))
 # map: absent `dimensions` means all of them, and XLA then prints {0,...,rank-1}.
 register(OpDef("map", None, (AttrSpec("dimensions", "int_list", always_print=True),
-                                  _TO_APPLY), _CX, _map_infer))
+                                  _TO_APPLY), _CX, _map_infer), CPU_WRAPPED)
 register(OpDef("sort", None, (
     AttrSpec("dimensions", "int_list", required=True),
     AttrSpec("is_stable", "bool", default=False),

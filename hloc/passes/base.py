@@ -126,7 +126,11 @@ class PassContext:
             if module_to_text(module) != before:
                 raise PassError(f"pass {p.name} changed the module but reported no change")
         if changed and leaf and self.verify_each:
+            from ..ir.graph import graph_errors
             from ..verifier import collect_errors
+            broken = graph_errors(module)
+            if broken:
+                raise PassError(f"after pass {p.name}: graph invariant broken: {broken[0]}")
             errors = collect_errors(module)
             if errors:
                 raise PassError(f"after pass {p.name}: {errors[0].message}")

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..ir.module import Computation, Instruction, Module
-from ..ir.rewriter import uniquer
+from ..ir.graph import Removal, post_order, relay_control_deps, replace_instruction
+from ..ir.clone import inline_computation
+from ..ir.module import Instruction, Module
+from ..ops import opcodes_with
+from ..ops.base import ASYNC
 from . import register
 from .base import Pass
 from .dce import run_dce
-from .hlo_graph import (ASYNC_OPS, Editor, post_order_from, relay_control_deps,
-                         replace_instruction, xla_post_order)
+
+ASYNC_OPS = opcodes_with(ASYNC)
 
 
 @register
@@ -46,8 +49,8 @@ class CallInliner(Pass):
         for comp in module.post_order():
             if comp in async_bodies:
                 continue
-            editor = Editor(comp)
-            for inst in xla_post_order(comp):
+            editor = Removal(comp)
+            for inst in post_order(comp):
                 if inst.opcode != "call" or not editor.alive(inst):
                     continue
                 callee = inst.attrs.get("to_apply")
@@ -78,40 +81,10 @@ def _allows_inlining(call: Instruction) -> bool:
                                                                        "true") == "true"
 
 
-def inline_call(call: Instruction, editor: Editor) -> Instruction:
+def inline_call(call: Instruction, removal: Removal) -> Instruction:
     """Clone the callee of `call` in front of it and replace the call by the clone of
     the callee's root; returns that clone."""
-    comp = call.parent
-    callee: Computation = call.attrs["to_apply"]
-    names = uniquer(comp.parent)
-    mapping: dict[Instruction, Instruction] = {}
-    for param in callee.parameters:
-        mapping[param] = call.operands[param.parameter_number]
-    for inst in _visit_order(callee):
-        if inst in mapping:
-            continue
-        clone = Instruction(names.unique(inst.name), inst.opdef, inst.shape,
-                            [mapping[o] for o in inst.operands], dict(inst.attrs),
-                            loc=inst.loc)
-        clone.literal = inst.literal
-        comp.add_instruction(clone, before=call)
-        for pred in inst.control_predecessors:
-            editor.add(mapping[pred], clone)
-        mapping[inst] = clone
-    new_root = mapping[callee.root]
-    relay_control_deps(call, new_root, editor)
-    replace_instruction(call, new_root, editor)
+    new_root = inline_computation(call.attrs["to_apply"], call.operands, call.parent, call)
+    relay_control_deps(call, new_root, removal)
+    replace_instruction(call, new_root, removal)
     return new_root
-
-
-def _visit_order(comp: Computation) -> list[Instruction]:
-    """HloComputation::Accept's order: from each unreachable root (no users, no control
-    successors) in instruction order, then from the root."""
-    editor = Editor(comp)
-    starts = [i for i in comp.instructions
-              if not i.users and i is not comp.root and not editor.successors(i)]
-    order = post_order_from(comp, starts + [comp.root])
-    if len(order) != len(comp.instructions):    # reached only through control edges
-        seen = set(order)
-        order.extend(i for i in comp.instructions if i not in seen)
-    return order

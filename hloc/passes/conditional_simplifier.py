@@ -15,14 +15,13 @@ removed, adjusting every conditional that calls the branch.
 from __future__ import annotations
 
 from ..ir.module import Computation, Instruction, Module
-from ..ir.rewriter import post_order
 from ..ir.shape import ArrayShape, TupleShape
 from . import PassContext, register
 from .base import Pass
+from ..ir.graph import remove_unreachable_computations, replace_instruction, stable_post_order
+from ..ir.clone import clone_computation, inline_computation
 from ..ir.rewriter import has_side_effect
-from .simplify_util import (Builder, clone_computation, control_targets,
-                            inline_computation, remove_unreachable_computations, replace,
-                            scalar_value)
+from .simplify_util import Builder, scalar_value
 
 _CHANNEL = ("send", "recv", "send-done", "recv-done", "all-reduce", "all-gather",
             "all-to-all", "reduce-scatter", "collective-permute", "collective-broadcast")
@@ -59,7 +58,7 @@ def _retuple_root(module: Module, cond: Instruction, k: int, make_root) -> None:
     """Clone branch k and give the clone the root make_root(builder, old_root)."""
     new = clone_computation(branches(cond)[k], module)
     b = Builder(new, before=None)
-    new.root = make_root(b, new.root)
+    new.set_root_instruction(make_root(b, new.root))
     _set_branch(cond, k, new)
 
 
@@ -103,7 +102,7 @@ def _remove_unused_elements(module: Module, cond: Instruction) -> bool:
     old_shape = cond.shape
     for k in range(len(branches(cond))):
         _retuple_root(module, cond, k, lambda b, root: b.tuple([b.gte(root, i) for i in used]))
-    cond.shape = TupleShape(tuple(old_shape.elements[i] for i in used))
+    cond.set_shape(TupleShape(tuple(old_shape.elements[i] for i in used)))
     new_index = {old: new for new, old in enumerate(used)}
     for u in cond.users:
         u.attrs["index"] = new_index[u.attrs["index"]]
@@ -117,7 +116,7 @@ def _empty_result_if_unused(module: Module, cond: Instruction) -> bool:
         return False
     for k in range(len(branches(cond))):
         _retuple_root(module, cond, k, lambda b, root: b.tuple([]))
-    cond.shape = empty
+    cond.set_shape(empty)
     return True
 
 
@@ -139,7 +138,7 @@ def _empty_with_array_root(comp: Computation) -> bool:
 def _try_remove(cond: Instruction) -> bool:
     """TryRemoveConditional."""
     comp = cond.parent
-    if cond.control_predecessors or id(cond) in control_targets(comp) or \
+    if cond.has_control_dependencies() or \
             has_side_effect(cond):
         return False
     bs = branches(cond)
@@ -163,8 +162,8 @@ def _try_remove(cond: Instruction) -> bool:
         return False
     if any(_empty_with_array_root(b) for b in bs):
         return False
-    t = inline_computation(bs[0], [cond.operands[1]], comp, before=cond)
-    f = inline_computation(bs[1], [cond.operands[2]], comp, before=cond)
+    t = inline_computation(bs[0], [cond.operands[1]], comp, cond)
+    f = inline_computation(bs[1], [cond.operands[2]], comp, cond)
     b = Builder(comp, before=cond)
 
     def select(x, y):
@@ -178,14 +177,14 @@ def _try_remove(cond: Instruction) -> bool:
             return b.add("select", shape, [p, x, y])
         return b.tuple([select(b.gte(x, i), b.gte(y, i)) for i in range(len(shape.elements))])
 
-    replace(cond, select(t, f))
+    replace_instruction(cond, select(t, f))
     return True
 
 
 def _inline_branch(cond: Instruction, k: int) -> None:
     root = inline_computation(branches(cond)[k], [cond.operands[k + 1]], cond.parent,
                               before=cond)
-    replace(cond, root)
+    replace_instruction(cond, root)
 
 
 def _remove_unused_operands(module: Module, comp: Computation, conds: list) -> bool:
@@ -223,7 +222,7 @@ class ConditionalSimplifier(Pass):
     name = "simplify-conditional"
 
     def run(self, module: Module, ctx: PassContext) -> bool:
-        conds = [i for c in module.computations for i in post_order(c)
+        conds = [i for c in module.computations for i in stable_post_order(c)
                  if i.opcode == "conditional" and "sharding" not in i.attrs
                  and not any(_calls_channel(b) for b in branches(i))]
         changed = False

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from ..ir.literal import literal_from_array
 from ..ir.module import Computation, Instruction, Module
-from ..ir.rewriter import add_instruction, has_side_effect, post_order
+from ..ir.graph import remove_instruction_and_unused_operands, stable_post_order
+from ..ir.rewriter import add_instruction, has_side_effect
 from ..ir.shape import ArrayShape
 from ..ops import REGISTRY
 from . import PassContext, register
 from .base import Pass
-from .simplify_util import NotConstant, control_targets, evaluate, remove_if_dead
+from .simplify_util import NotConstant, evaluate
 
 MAX_CONSTANT_ELEMENTS = 45 * 1000 * 1000   # kMaximumConstantSizeElements
 
@@ -63,7 +64,7 @@ class _Foldability:
     def __init__(self):
         self.computations: dict[int, bool] = {}
 
-    def instruction(self, inst: Instruction, targets: set) -> bool:
+    def instruction(self, inst: Instruction) -> bool:
         op = inst.opcode
         if op in _NEVER or op.startswith("async-") or op.endswith("-start") or \
                 op.endswith("-done") or _COLLECTIVE in REGISTRY[op].traits:
@@ -71,7 +72,7 @@ class _Foldability:
         for comp in inst.called_computations():
             if not self.computation(comp):
                 return False
-        if has_side_effect(inst) or inst.control_predecessors or id(inst) in targets:
+        if has_side_effect(inst) or inst.has_control_dependencies():
             return False
         if op == "pad" and inst.operands[0].opcode == "broadcast" and \
                 inst.operands[1].opcode == "constant":
@@ -88,7 +89,7 @@ class _Foldability:
         key = id(comp)
         if key not in self.computations:
             self.computations[key] = True          # recursion guard
-            ok = all(self.instruction(i, ()) for i in comp.instructions
+            ok = all(self.instruction(i) for i in comp.instructions
                      if i.opcode != "parameter")
             self.computations[key] = ok
         return self.computations[key]
@@ -107,15 +108,14 @@ class HloConstantFolding(Pass):
         for comp in list(module.computations):
             if comp.is_fusion_computation or id(comp) in composites:
                 continue
-            targets = control_targets(comp)
-            for inst in post_order(comp):
+            for inst in stable_post_order(comp):
                 if inst.parent is not comp or (not inst.users and inst is not comp.root):
                     continue
                 if inst.opcode in ("parameter", "constant", "tuple"):
                     continue
                 if not _any_constant(inst) or not _all_constantish(inst):
                     continue
-                if not foldable.instruction(inst, targets):
+                if not foldable.instruction(inst):
                     continue
                 try:
                     value = evaluate(inst, interpreter=interp)
@@ -125,7 +125,7 @@ class HloConstantFolding(Pass):
                 new = add_instruction(comp, "constant", inst.shape, (), name="constant",
                                       before=inst, literal=literal)
                 inst.replace_all_uses_with(new)
-                remove_if_dead(inst)
+                remove_instruction_and_unused_operands(inst)
                 changed = True
         return changed
 

@@ -20,12 +20,16 @@ import numpy as np
 
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ArrayShape
+from ..ops import opcodes_with
+from ..ops.base import COMMUTATIVE as _COMMUTATIVE
 from . import register
 from .base import Pass
-from .hlo_graph import Editor, has_side_effect, replace_uses, sort_post_order, xla_post_order
+from ..ir.graph import Removal, operand_post_order, post_order, sort_post_order
+from ..ir.rewriter import has_side_effect
+from ..syntax.literal_printer import literal_text
 
-# HloOpcodeIsBinaryCommutative
-COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+# HloOpcodeIsBinaryCommutative: the registry's COMMUTATIVE trait.
+COMMUTATIVE = opcodes_with(_COMMUTATIVE)
 # Attributes HloInstruction::Identical does not look at.
 IGNORED_ATTRS = frozenset({"metadata", "frontend_attributes", "statistics", "origin"})
 ZERO_OPERAND_CSE = frozenset({"partition-id", "replica-id"})
@@ -69,7 +73,7 @@ class _Cse:
         return str(shape) if self.layout_sensitive else shape.no_layout()
 
     # -- constants ---------------------------------------------------------------
-    def combine_constants(self, comp: Computation, editor: Editor) -> bool:
+    def combine_constants(self, comp: Computation, editor: Removal) -> bool:
         if any(i.opcode == "domain" for i in comp.instructions):
             return False
         seen: dict = {}
@@ -81,9 +85,9 @@ class _Cse:
             if key is None:
                 continue
             first = seen.setdefault(key, inst)
-            if first is inst or editor.has_deps(inst):
+            if first is inst or inst.has_control_dependencies():
                 continue
-            replace_uses(inst, first)
+            inst.replace_all_uses_with(first)
             editor.gone.add(inst)
             combined = True
         return combined
@@ -94,10 +98,10 @@ class _Cse:
 
     # -- instructions ----------------------------------------------------------------
     def computation(self, comp: Computation) -> bool:
-        editor = Editor(comp)
+        editor = Removal(comp)
         changed = self.combine_constants(comp, editor)
         editor.flush()
-        order = xla_post_order(comp)
+        order = post_order(comp)
         position = {inst: n for n, inst in enumerate(order)}
         representatives: dict = {}
         for inst in order:
@@ -113,15 +117,15 @@ class _Cse:
                 representatives[key] = inst
                 changed |= self.merge_iota_operands(inst, editor)
                 continue
-            if editor.has_deps(inst):
+            if inst.has_control_dependencies():
                 continue
-            replace_uses(inst, rep)
+            inst.replace_all_uses_with(rep)
             editor.remove_with_unused_operands(inst, self.memo)
             changed = True
         editor.flush()
         return changed
 
-    def merge_iota_operands(self, inst: Instruction, editor: Editor) -> bool:
+    def merge_iota_operands(self, inst: Instruction, editor: Removal) -> bool:
         changed = False
         for i, a in enumerate(inst.operands):
             if a.opcode != "iota":
@@ -179,7 +183,7 @@ class _Cse:
         fp = self.fingerprints.get(comp)
         if fp is not None:
             return fp
-        order = _reachable_post_order(comp.root)
+        order = operand_post_order(comp.root)
         position = {inst: n for n, inst in enumerate(order)}
         saved, self.layout_sensitive = self.layout_sensitive, True
         try:
@@ -190,7 +194,7 @@ class _Cse:
                     extra = inst.parameter_number
                 elif inst.opcode == "constant":
                     extra = _literal_bytes(inst.shape, inst.literal, limit=None) \
-                        or inst.literal.to_text()
+                        or literal_text(inst.literal)
                 rows.append((inst.opcode, str(inst.shape),
                              tuple(position[o] for o in inst.operands),
                              self.attrs_key(inst), extra))
@@ -199,25 +203,6 @@ class _Cse:
         fp = (comp.execution_thread, tuple(rows))
         self.fingerprints[comp] = fp
         return fp
-
-
-def _reachable_post_order(root: Instruction) -> list[Instruction]:
-    done: set = set()
-    out: list[Instruction] = []
-    stack = [(root, 0)]
-    done.add(root)
-    while stack:
-        inst, i = stack[-1]
-        if i < len(inst.operands):
-            stack[-1] = (inst, i + 1)
-            op = inst.operands[i]
-            if op not in done:
-                done.add(op)
-                stack.append((op, 0))
-        else:
-            stack.pop()
-            out.append(inst)
-    return out
 
 
 def _literal_bytes(shape, literal, limit: int | None = MAX_CONSTANT_BYTES):

@@ -18,7 +18,9 @@ import re
 from ..ir.module import Computation, Module
 from . import register
 from .base import Pass
-from .hlo_graph import Editor, has_side_effect, xla_post_order
+from ..ir.graph import Removal, post_order
+from ..ir.rewriter import has_side_effect
+from ..ops.base import ASYNC
 
 _ALLOW_ATTR = re.compile(r'xla_allow_dce_side_effecting_op="(true|false)"')
 
@@ -66,7 +68,7 @@ def _chain_start(inst):
     return inst
 
 
-def _can_remove_root(inst, editor: Editor, memo: dict) -> bool:
+def _can_remove_root(inst, editor: Removal, memo: dict) -> bool:
     """CanRemoveInstruction for an instruction whose users are all gone."""
     comp = inst.parent
     if not editor.is_dead(inst) or not editor.safely_removable(inst):
@@ -76,7 +78,7 @@ def _can_remove_root(inst, editor: Editor, memo: dict) -> bool:
         op = inst.operands[0]
         if op is comp.root or op.opcode == "parameter" or len(set(op.users)) != 1:
             return False
-    is_async = inst.opcode.startswith("async-")
+    is_async = ASYNC in inst.opdef.traits
     start = _chain_start(inst) if is_async else None
     if _allow_attr(inst) == "false" or (start is not None and _allow_attr(start) == "false"):
         return False
@@ -91,8 +93,8 @@ def _can_remove_root(inst, editor: Editor, memo: dict) -> bool:
 def remove_dead_instructions(comp: Computation, memo: dict | None = None) -> bool:
     """RemoveDeadRoots for one computation; returns whether anything was removed."""
     memo = {} if memo is None else memo
-    editor = Editor(comp)
-    for inst in reversed(xla_post_order(comp)):
+    editor = Removal(comp)
+    for inst in reversed(post_order(comp)):
         if editor.alive(inst) and _can_remove_root(inst, editor, memo):
             editor.remove_with_unused_operands(inst, memo)
     return editor.flush()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..ir.module import Module
 from .base import Pass, PassContext
-from .hlo_graph import fusion_computations, snapshot, sort_post_order
+from ..ir.graph import fusion_computations, snapshot, sort_post_order
 
 
 @dataclass

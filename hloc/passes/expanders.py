@@ -21,12 +21,13 @@ import numpy as np
 
 from ..ir.dtypes import DTYPES, PRED
 from ..ir.module import Computation, Instruction, Module
-from ..ir.rewriter import add_instruction, post_order, uniquer
+from ..ir.graph import replace_instruction as replace, stable_post_order as post_order
+from ..ir.rewriter import add_instruction, add_parameter, uniquer
 from ..ir.shape import ArrayShape, array
 from ..ops import REGISTRY
 from . import PassContext, register
 from .base import Pass
-from .simplify_util import Builder, add_parameter, max_value, replace
+from .simplify_util import Builder, max_value
 
 
 def _instructions(module: Module, opcodes) -> list[Instruction]:
@@ -107,7 +108,7 @@ def _scalar_add_computation(module: Module, dtype) -> Computation:
     shape = array(dtype, ())
     lhs = add_parameter(comp, shape, 0, "scalar_lhs")
     rhs = add_parameter(comp, shape, 1, "scalar_rhs")
-    comp.root = add_instruction(comp, "add", shape, [lhs, rhs])
+    comp.set_root_instruction(add_instruction(comp, "add", shape, [lhs, rhs]))
     return comp
 
 

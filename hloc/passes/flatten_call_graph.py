@@ -15,9 +15,13 @@ from __future__ import annotations
 from ..ir.module import Computation, Instruction, Module
 from . import register
 from .base import Pass
-from .hlo_graph import ASYNC_OPS, clone_computation
+from ..ir.graph import callers
+from ..ir.clone import clone_computation
+from ..ops import opcodes_with
+from ..ops.base import ASYNC, CONTROL_FLOW as _CONTROL_FLOW
 
-CONTROL_FLOW = frozenset({"call", "while", "conditional"})
+ASYNC_OPS = opcodes_with(ASYNC)
+CONTROL_FLOW = opcodes_with(_CONTROL_FLOW)
 
 
 @register
@@ -25,18 +29,14 @@ class FlattenCallGraph(Pass):
     name = "flatten-call-graph"
 
     def run(self, module: Module, ctx) -> bool:
-        sites: dict[Computation, list[Instruction]] = {}
-        for comp in module.computations:
-            for inst in comp.instructions:
-                for callee in inst.called_computations():
-                    sites.setdefault(callee, []).append(inst)
+        sites = callers(module)
         changed = False
         for comp in module.post_order():
-            callers = sites.get(comp, [])
-            flow = [_is_control_flow(i) for i in callers]
+            sites_of = sites.get(comp, [])
+            flow = [_is_control_flow(i) for i in sites_of]
             both = any(flow) and not all(flow)
             done: set = set()
-            for n, inst in enumerate(callers):
+            for n, inst in enumerate(sites_of):
                 if not flow[n] or inst.opcode in ASYNC_OPS or inst in done:
                     continue
                 done.add(inst)
@@ -56,13 +56,13 @@ def _replace_callees(module: Module, inst: Instruction, which) -> list[Computati
     clones = []
     for key, value in list(inst.attrs.items()):
         if isinstance(value, Computation) and which(value):
-            inst.attrs[key] = clone_computation(module, value)
+            inst.attrs[key] = clone_computation(value, module)
             clones.append(inst.attrs[key])
         elif isinstance(value, tuple) and value and isinstance(value[0], Computation):
             new = []
             for c in value:
                 if which(c):
-                    c = clone_computation(module, c)
+                    c = clone_computation(c, module)
                     clones.append(c)
                 new.append(c)
             inst.attrs[key] = tuple(new)

@@ -1,14 +1,14 @@
 """The pass modules and the XLA:CPU-shaped pipeline `hloc opt` runs by default.
 
-Importing this module imports every pass module so the passes register. PASS_MODULES
-must exist; OPTIONAL_PASS_MODULES are imported when present (they are written
-separately). `default_pipeline()` mirrors CpuCompiler::RunHloPasses (cpu_compiler.cc)
+Importing this module imports every pass module so the passes register. `default_pipeline()` mirrors CpuCompiler::RunHloPasses (cpu_compiler.cc)
 for the passes hloc has, with XLA's pipeline names so dump file names match: the
 top-level pipelines "HLO passes through layout assignment" (expanders, the
 "simplification" fixed point, cse, tuple-simplifier, flatten-call-graph) and "HLO
 passes after layout assignment" (fusion, the "simplification after layout assignment"
 fixed point, dce) run one after the other, as XLA runs them, not nested in a third.
-A pass that is not registered is left out of the pipeline. The call inliner inlines
+A pipeline naming a pass that is not registered is an error when it is built (XLA's
+simplify-sorts and while-loop-invariant-code-motion are not implemented, so they are
+not named). The call inliner inlines
 every call: cpu_compiler.cc (2025) asks for single-call-site inlining there, but the
 XLA:CPU that made testdata/dumps (jaxlib 0.10.2) leaves no call of a computation called
 from several sites (its pre-SPMD cleanup inlines them all), and after flattening a
@@ -17,27 +17,21 @@ second run would otherwise inline what the first left.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
 from . import PASSES
 from .base import FixedPoint, Pass, Pipeline
 
 PASS_MODULES = (
     "dce", "cse", "tuple_simplifier", "call_inliner", "flatten_call_graph",
-    "zero_sized_hlo_elimination",
-)
-OPTIONAL_PASS_MODULES = (
-    "algsimp", "constant_folding", "reshape_mover", "while_loop_simplifier",
-    "conditional_simplifier", "expanders", "fusion",
+    "zero_sized_hlo_elimination", "algsimp", "constant_folding", "reshape_mover",
+    "while_loop_simplifier", "while_loop_constant_sinking", "conditional_simplifier",
+    "expanders", "fusion",
 )
 
 
 def _import_pass_modules() -> None:
     for name in PASS_MODULES:
         importlib.import_module(f"{__package__}.{name}")
-    for name in OPTIONAL_PASS_MODULES:
-        if importlib.util.find_spec(f"{__package__}.{name}") is not None:
-            importlib.import_module(f"{__package__}.{name}")
 
 
 _import_pass_modules()
@@ -61,14 +55,14 @@ class Stages(Pass):
 
 
 def _passes(*names: str) -> list[Pass]:
-    """Instances of the registered passes among `names`, in order."""
-    return [PASSES[n]() for n in names if n in PASSES]
+    """Instances of the passes `names`, in order; an unknown name is an error."""
+    from . import get_pass
+    return [get_pass(n) for n in names]
 
 
 def simplification() -> Pass:
     return FixedPoint(Pipeline("simplification", [
-        *_passes("algsimp", "simplify-sorts", "dce", "zero_sized_hlo_elimination",
-                 "while-loop-invariant-code-motion", "tuple-simplifier",
+        *_passes("algsimp", "dce", "zero_sized_hlo_elimination", "tuple-simplifier",
                  "while-loop-constant-sinking", "simplify-while-loops", "dce",
                  "reshape-mover", "constant_folding", "simplify-conditional"),
     ]))

@@ -16,9 +16,10 @@ from __future__ import annotations
 from ..ir.module import Computation, Instruction, Module
 from ..ops import REGISTRY
 from . import PassContext, register
-from .algsimp_rules import inverse_permutation
+from .algsimp.rules import inverse_permutation
 from .base import Pass
-from .simplify_util import Builder, remove_if_dead
+from ..ir.graph import remove_instruction_and_unused_operands
+from .simplify_util import Builder
 
 _REARRANGE = ("reshape", "transpose")
 
@@ -108,7 +109,7 @@ def _sink(comp: Computation, inst: Instruction) -> None:
     if "metadata" in inst.attrs:
         out.attrs["metadata"] = inst.attrs["metadata"]
     inst.replace_all_uses_with(out)
-    remove_if_dead(inst)
+    remove_instruction_and_unused_operands(inst)
 
 
 @register

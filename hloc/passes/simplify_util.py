@@ -1,15 +1,11 @@
-"""Helpers shared by the simplification passes: building, replacing, evaluating, inlining.
+"""Helpers shared by the simplification passes: building, reading constants, evaluating.
 
 `Builder` plays XLA's MakeXxxHlo (hlo_creation_utils.cc): it inserts new instructions
 before the one being rewritten, with shapes from the registry's rules (or given, for the
-ops whose shape is written in the text). `replace` is HloComputation::ReplaceInstruction:
-metadata moves to the replacement when it has none, and the old instruction and any
-operands it leaves dead are removed. `constant_array`/`is_all` read constants through
+ops whose shape is written in the text). `constant_array`/`is_all` read constants through
 broadcasts (XLA's IsAll), `evaluate` runs a constant subgraph on the reference
 interpreter (HloEvaluator's role; it steps hloc.interp's Interpreter one instruction at
-a time), `clone_computation`/`inline_computation` are the parts of
-HloComputation::Clone and CallInliner the while and conditional simplifiers need, and
-`dce` is HloDCE for the passes that end with one.
+a time). Replacing, removing, cloning and inlining are the graph's (hloc.ir.graph).
 """
 from __future__ import annotations
 
@@ -21,8 +17,9 @@ import numpy as np
 from ..diagnostics import HlocError
 from ..ir.dtypes import DTYPES, PRED, DType
 from ..ir.literal import literal_from_array
-from ..ir.module import Computation, Instruction, Module
-from ..ir.rewriter import add_instruction, has_side_effect, uniquer
+from ..ir.graph import operand_post_order
+from ..ir.module import Computation, Instruction
+from ..ir.rewriter import add_instruction
 from ..ir.shape import ArrayShape, array
 from ..ops import REGISTRY
 
@@ -127,53 +124,6 @@ def np_scalar(dtype: DType, value):
     if dtype.kind in ("int", "uint"):
         return np.array(int(value)).astype(np.int64).astype(dtype.np)
     return np.array(value).astype(dtype.np)
-
-
-# ---------------------------------------------------------------------------
-# Replacing and removing
-
-def has_op_name(inst: Instruction) -> bool:
-    meta = inst.attrs.get("metadata")
-    return meta is not None and "op_name=" in getattr(meta, "text", str(meta))
-
-
-def replace(old: Instruction, new: Instruction) -> None:
-    """HloComputation::ReplaceInstruction: uses of `old` go to `new`, metadata follows
-    when `new` has no op_name, and `old` plus operands left dead are removed."""
-    if old is new:
-        return
-    if "metadata" in old.attrs and not has_op_name(new):
-        new.attrs["metadata"] = old.attrs["metadata"]
-    old.replace_all_uses_with(new)
-    remove_if_dead(old)
-
-
-def is_removable(inst: Instruction) -> bool:
-    comp = inst.parent
-    return (comp is not None and not inst.users and inst is not comp.root
-            and inst.opcode != "parameter" and not inst.control_predecessors
-            and not has_side_effect(inst))
-
-
-def remove_if_dead(inst: Instruction, control_targets: set | None = None) -> None:
-    """RemoveInstructionAndUnusedOperands, iteratively."""
-    work = [inst]
-    while work:
-        cur = work.pop()
-        if not is_removable(cur) or (control_targets and id(cur) in control_targets):
-            continue
-        operands = list(dict.fromkeys(cur.operands))
-        cur.parent.remove_instruction(cur)
-        work.extend(o for o in operands if not o.users)
-
-
-def control_targets(comp: Computation) -> set:
-    """ids of instructions that are some instruction's control predecessor."""
-    out = set()
-    for inst in comp.instructions:
-        for p in inst.control_predecessors:
-            out.add(id(p))
-    return out
 
 
 # ---------------------------------------------------------------------------
@@ -317,7 +267,7 @@ def evaluate(root: Instruction, bindings: dict | None = None, *, interpreter=Non
     if interpreter is None:
         interpreter = Interpreter(comp.parent if comp is not None else None)
     env: dict[int, object] = {}
-    order = _operand_post_order(root, bindings)
+    order = operand_post_order(root, stop=lambda i: id(i) in bindings)
     for inst in order:
         key = id(inst)
         if key in bindings:
@@ -330,141 +280,3 @@ def evaluate(root: Instruction, bindings: dict | None = None, *, interpreter=Non
         except EVAL_ERRORS as e:
             raise NotConstant(f"{inst.name}: {e}") from e
     return env[id(root)]
-
-
-def _operand_post_order(root: Instruction, bindings) -> list[Instruction]:
-    seen = {id(root)}
-    out = []
-    stack = [(root, 0)]
-    while stack:
-        inst, i = stack[-1]
-        if id(inst) in bindings or i >= len(inst.operands):
-            stack.pop()
-            out.append(inst)
-            continue
-        stack[-1] = (inst, i + 1)
-        op = inst.operands[i]
-        if id(op) not in seen:
-            seen.add(id(op))
-            stack.append((op, 0))
-    return out
-
-
-# ---------------------------------------------------------------------------
-# Cloning and inlining
-
-def _clone_attrs(inst: Instruction) -> dict:
-    return dict(inst.attrs)
-
-
-def clone_instruction(inst: Instruction, comp: Computation, operands, *, name=None,
-                      before=None, shape=None) -> Instruction:
-    shape = shape if shape is not None else inst.shape
-    if inst.opcode == "parameter":
-        return add_parameter(comp, shape, inst.parameter_number, name or inst.name,
-                             _clone_attrs(inst))
-    return add_instruction(comp, inst.opcode, shape, list(operands), _clone_attrs(inst),
-                           name=name or inst.name, before=before, literal=inst.literal)
-
-
-def add_parameter(comp: Computation, shape, number: int, name: str,
-                  attrs=None) -> Instruction:
-    """A new parameter(number) of comp (kept in its parameters list)."""
-    module = comp.parent
-    inst = Instruction(uniquer(module).unique(name) if module is not None else name,
-                       REGISTRY["parameter"], shape, (), dict(attrs or {}))
-    inst.parameter_number = number
-    first = next((i for i in comp.instructions if i.opcode != "parameter"), None)
-    comp.add_instruction(inst, before=first)
-    return inst
-
-
-def inline_computation(callee: Computation, args, dest: Computation,
-                       before: Instruction) -> Instruction:
-    """Clone callee's instructions into dest before `before`, its parameters bound to
-    args (CallInliner::Inline); returns the clone of callee's root."""
-    mapping: dict[int, Instruction] = {}
-    for p in callee.parameters:
-        mapping[id(p)] = args[p.parameter_number]
-    for inst in _computation_post_order(callee):
-        if id(inst) in mapping:
-            continue
-        new = clone_instruction(inst, dest, [mapping[id(o)] for o in inst.operands],
-                                before=before)
-        new.control_predecessors = [mapping[id(p)] for p in inst.control_predecessors
-                                    if id(p) in mapping]
-        mapping[id(inst)] = new
-    return mapping[id(callee.root)]
-
-
-def _computation_post_order(comp: Computation) -> list[Instruction]:
-    from ..ir.rewriter import post_order
-    return post_order(comp)
-
-
-def clone_computation(comp: Computation, module: Module, suffix: str = "clone",
-                      *, param_shapes=None) -> Computation:
-    """HloComputation::Clone into `module` (names get `.suffix`, uniquified)."""
-    names = uniquer(module)
-    new = Computation(names.unique(f"{comp.name}.{suffix}"))
-    module.add_computation(new)
-    mapping: dict[int, Instruction] = {}
-    for inst in _computation_post_order(comp):
-        shape = None
-        if inst.opcode == "parameter" and param_shapes is not None:
-            shape = param_shapes[inst.parameter_number]
-        mapping[id(inst)] = clone_instruction(
-            inst, new, [mapping[id(o)] for o in inst.operands],
-            name=f"{inst.name}.{suffix}", shape=shape)
-    for inst in comp.instructions:
-        mapping[id(inst)].control_predecessors = [mapping[id(p)]
-                                                  for p in inst.control_predecessors]
-    new.root = mapping[id(comp.root)]
-    return new
-
-
-# ---------------------------------------------------------------------------
-# Module-level helpers
-
-def callers(module: Module) -> dict[int, list[Instruction]]:
-    """id(computation) -> the instructions that call it."""
-    out: dict[int, list[Instruction]] = {}
-    for comp in module.computations:
-        for inst in comp.instructions:
-            for c in inst.called_computations():
-                out.setdefault(id(c), []).append(inst)
-    return out
-
-
-def dce(module: Module) -> bool:
-    """HloDCE: remove dead instructions everywhere, then unreachable computations."""
-    changed = False
-    for comp in module.computations:
-        targets = control_targets(comp)
-        for inst in reversed(list(comp.instructions)):
-            if inst.parent is comp and not inst.users and inst is not comp.root and \
-                    id(inst) not in targets and not has_side_effect(inst):
-                before = len(comp.instructions)
-                remove_if_dead(inst, targets)
-                changed |= len(comp.instructions) != before
-    n = len(module.computations)
-    remove_unreachable_computations(module)
-    return changed or len(module.computations) != n
-
-
-def remove_unreachable_computations(module: Module) -> None:
-    """Drop computations not reachable from the entry."""
-    if module.entry is None:
-        return
-    seen = {id(module.entry)}
-    stack = [module.entry]
-    while stack:
-        comp = stack.pop()
-        for inst in comp.instructions:
-            for c in inst.called_computations():
-                if id(c) not in seen:
-                    seen.add(id(c))
-                    stack.append(c)
-    for comp in list(module.computations):
-        if id(comp) not in seen:
-            module.remove_computation(comp)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..ir.module import Computation, Instruction, Module
 from . import register
 from .base import Pass
-from .hlo_graph import Editor, relay_control_deps, replace_instruction, xla_post_order
+from ..ir.graph import Removal, post_order, relay_control_deps, replace_instruction
 
 
 @register
@@ -31,9 +31,9 @@ class TupleSimplifier(Pass):
 
 
 def _simplify(comp: Computation, memo: dict) -> bool:
-    editor = Editor(comp)
+    editor = Removal(comp)
     changed = False
-    for inst in xla_post_order(comp):
+    for inst in post_order(comp):
         if not editor.alive(inst):
             continue
         if inst.opcode == "tuple":

@@ -1,5 +1,5 @@
-"""simplify-while-loops and while-loop-constant-sinking (XLA's WhileLoopSimplifier and
-WhileLoopConstantSinking).
+"""simplify-while-loops (XLA's WhileLoopSimplifier); while-loop-constant-sinking is in
+while_loop_constant_sinking.py.
 
 simplify-while-loops visits every while whose body and condition have no other callers
 and applies the first of: removing tuple elements the loop never needs (dead
@@ -11,22 +11,20 @@ count of 0 (replaced by the init) or 1 (the body inlined on the init). Trip coun
 from XLA's induction-variable analysis with brute-force evaluation of at most one
 iteration. Not implemented: merging repeated tuple indices, flattening nested tuples,
 merging induction variables. A DCE over the module follows any change, as in XLA.
-
-while-loop-constant-sinking replaces uses of a loop-invariant element (passed through
-unchanged by the body) whose init is a constant with a copy of that constant inside the
-body (`<name>.sunk`) and the condition.
 """
 from __future__ import annotations
 
 from ..ir.module import Computation, Instruction, Module
-from ..ir.rewriter import add_instruction, post_order, uniquer
+from ..ir.graph import callers, replace_instruction, stable_post_order as post_order
+from ..ir.clone import clone_instruction, inline_computation
+from ..ir.rewriter import add_instruction, add_parameter, uniquer
 from ..ir.shape import ArrayShape, TupleShape
 from . import PassContext, register
 from .base import Pass
 from ..ir.rewriter import computation_has_side_effect, has_side_effect
-from .simplify_util import (Builder, NotConstant, add_parameter, callers,
-                            clone_instruction, constant_array, control_targets, dce, evaluate,
-                            inline_computation, replace)
+from .dce import run_dce
+from .simplify_util import Builder, NotConstant, constant_array, evaluate
+
 
 _SEND_RECV = ("send", "send-done", "recv", "recv-done")
 
@@ -105,15 +103,17 @@ def _rebuild(comp: Computation, module: Module, new_shape: TupleShape, index_map
     if root_indices is not None:
         root = comp.root
         elems = [mapping[id(root.operands[i])] for i in root_indices]
-        new.root = add_instruction(new, "tuple", TupleShape(tuple(e.shape for e in elems)),
-                                   elems, name=f"{root.name}.clone")
+        new.set_root_instruction(add_instruction(
+            new, "tuple", TupleShape(tuple(e.shape for e in elems)), elems,
+            name=f"{root.name}.clone"))
     else:
-        new.root = mapping[id(comp.root)]
+        new.set_root_instruction(mapping[id(comp.root)])
     for inst in comp.instructions:
         clone = mapping.get(id(inst))
-        if clone is not None and inst.control_predecessors:
-            clone.control_predecessors = [mapping[id(p)] for p in inst.control_predecessors
-                                          if mapping.get(id(p)) is not None]
+        if clone is not None:
+            for p in inst.control_predecessors:
+                if mapping.get(id(p)) is not None:
+                    mapping[id(p)].add_control_dependency_to(clone)
     return new
 
 
@@ -144,7 +144,7 @@ def _narrow_loop(w: Instruction, keep: list[int], constants: dict) -> Instructio
             outs.append(init.operands[i])
         else:
             outs.append(b.gte(init, i))
-    replace(w, b.tuple(outs))
+    replace_instruction(w, b.tuple(outs))
     return new_while
 
 
@@ -370,20 +370,20 @@ def trip_count_at_most_one(w: Instruction):
 
 def _remove_loop(w: Instruction) -> bool:
     """TryRemoveWhileLoop: trip count 0 => init; 1 => the body inlined."""
-    if w.control_predecessors or id(w) in control_targets(w.parent) or \
+    if w.has_control_dependencies() or \
             computation_has_side_effect(_cond(w)):
         return False
     n = trip_count_at_most_one(w)
     if n == 0:
-        replace(w, w.operands[0])
+        replace_instruction(w, w.operands[0])
         return True
     fa = w.attrs.get("frontend_attributes")
     if fa is not None and "skip-simplify-while-loops_trip-count-one" in \
             getattr(fa, "text", str(fa)) and '"true"' in getattr(fa, "text", str(fa)):
         return False
     if n == 1 and not computation_has_side_effect(_body(w)):
-        root = inline_computation(_body(w), [w.operands[0]], w.parent, before=w)
-        replace(w, root)
+        root = inline_computation(_body(w), [w.operands[0]], w.parent, w)
+        replace_instruction(w, root)
         return True
     return False
 
@@ -426,9 +426,9 @@ class WhileLoopSimplifier(Pass):
             if w.parent is None or w.parent.parent is not module:
                 continue
             calls = callers(module)
-            if len(calls.get(id(_body(w)), ())) > 1 or len(calls.get(id(_cond(w)), ())) > 1:
+            if len(calls.get(_body(w), ())) > 1 or len(calls.get(_cond(w), ())) > 1:
                 continue
-            pinned = bool(w.control_predecessors) or id(w) in control_targets(w.parent)
+            pinned = w.has_control_dependencies()
             keep = None if pinned else _dead_params(w)
             if keep is not None:
                 _narrow_loop(w, keep, {})
@@ -438,7 +438,7 @@ class WhileLoopSimplifier(Pass):
             if consts and not pinned and _all_param_users_gte(w):
                 n = len(w.shape.elements)
                 if len(consts) == n:
-                    replace(w, w.operands[0])
+                    replace_instruction(w, w.operands[0])
                 else:
                     _narrow_loop(w, [i for i in range(n) if i not in consts], consts)
                 changed = True
@@ -449,51 +449,5 @@ class WhileLoopSimplifier(Pass):
             if _remove_loop(w):
                 changed = True
         if changed:
-            dce(module)
+            run_dce(module)
         return changed
-
-
-@register
-class WhileLoopConstantSinking(Pass):
-    name = "while-loop-constant-sinking"
-
-    def run(self, module: Module, ctx: PassContext) -> bool:
-        changed = False
-        comps = [c for c in module.computations if not c.is_fusion_computation]
-        whiles = [i for c in reversed(comps) for i in c.instructions if i.opcode == "while"]
-        for w in whiles:
-            changed |= _sink_constants(w)
-        return changed
-
-
-def _sink_constants(w: Instruction) -> bool:
-    init = w.operands[0]
-    if init.opcode != "tuple":
-        return False
-    body, cond = _body(w), _cond(w)
-    root = body.root
-    if root.opcode != "tuple":
-        return False
-    changed = False
-    cond_gtes: dict[int, list[Instruction]] = {}
-    for g in _gtes(cond):
-        cond_gtes.setdefault(g.attrs["index"], []).append(g)
-    invariant = [g for g in _gtes(body) if root.operands[g.attrs["index"]] is g]
-    for g in invariant:
-        i = g.attrs["index"]
-        value = init.operands[i]
-        if value.opcode != "constant":
-            continue
-        if len(g.users) > 1:
-            c = clone_instruction(value, body, [], name=f"{value.name}.sunk", before=g)
-            for u in list(g.users):
-                for k, o in enumerate(u.operands):
-                    if o is g and not (u is root and k == i):
-                        u.set_operand(k, c)
-            changed = True
-        for cg in cond_gtes.get(i, ()):
-            if cg.users:
-                c = clone_instruction(value, cond, [], name=f"{value.name}.sunk", before=cg)
-                cg.replace_all_uses_with(c)
-                changed = True
-    return changed

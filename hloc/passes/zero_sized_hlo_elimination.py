@@ -17,8 +17,8 @@ from ..ir.rewriter import add_instruction
 from ..ir.shape import ArrayShape, array
 from . import register
 from .base import Pass
-from .hlo_graph import (Editor, fusion_computations, has_side_effect, replace_instruction,
-                        xla_post_order)
+from ..ir.graph import Removal, fusion_computations, post_order, replace_instruction
+from ..ir.rewriter import has_side_effect
 
 
 @register
@@ -32,8 +32,8 @@ class ZeroSizedHloElimination(Pass):
         for comp in list(module.computations):
             if comp in fused:
                 continue
-            editor = Editor(comp)
-            for inst in xla_post_order(comp):
+            editor = Removal(comp)
+            for inst in post_order(comp):
                 shape = inst.shape
                 if not editor.alive(inst) or inst.opcode == "constant" or \
                         not isinstance(shape, ArrayShape) or not shape.dtype.is_array or \

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 
 from ..diagnostics import ParseError, Source
-from ..ir import attrs as attr_kinds
-from ..ir.literal import ElidedFiller, ElidedLiteral, LiteralError, parse_literal
+from . import attr_kinds
+from ..ir.literal import ElidedFiller, ElidedLiteral, LiteralError
+from .literal_parser import parse_literal
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ArrayShape, TupleShape
 from ..ops import GENERIC_ATTRS, REGISTRY, async_sugar, attr_spec
@@ -229,7 +230,7 @@ class Builder:
                 if p is None:
                     raise self.error(f"instruction '{pname.lstrip('%')}' is not defined",
                                      irec.pos)
-                inst.control_predecessors.append(p)
+                p.add_control_dependency_to(inst)
         self._names[name] = inst
         self._comp.add_instruction(inst)
         return inst

@@ -20,8 +20,10 @@ from typing import Callable
 
 from ..diagnostics import VerifyError
 from ..ir.module import Computation, Instruction, Module
+from ..ops import opcodes_with
+from ..ops.base import ASYNC
 
-ASYNC_OPS = frozenset({"async-start", "async-update", "async-done"})
+ASYNC_OPS = opcodes_with(ASYNC)
 MAIN_THREAD = "main"
 
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..ir import attrs as attr_kinds
+from ..syntax import attr_kinds
 
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 

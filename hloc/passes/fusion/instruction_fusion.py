@@ -8,25 +8,25 @@ becomes (or already is) a `fusion` instruction whose fused computation holds a c
 of the producer; the producer is removed once nothing else uses it, otherwise it is
 duplicated. Producers that would be duplicated where that raises memory traffic are
 excluded up front (ComputeGloballyUnfusible). The rules themselves live in
-fusion_decisions.py. Fusions print as XLA's do: `<producer>_<consumer>_fusion`,
+decisions.py. Fusions print as XLA's do: `<producer>_<consumer>_fusion`,
 `kind=kLoop` (or `kOutput` for a matrix-vector dot fused into an add), calls
 `%fused_computation.N` with parameters `param_<i>` renamed as XLA renumbers them,
 computations and instructions of unscheduled modules in XLA's post order. XLA:CPU has
 no multi-output (sibling) fusion in its pipeline, so none is done here. The mechanics
-of building fusions (fusion_build.py) are shared with the `fusion-wrapper` pass.
+of building fusions (build.py) are shared with the `fusion-wrapper` pass.
 """
 from __future__ import annotations
 
 import bisect
 
-from ..ir.module import Computation, Instruction, Module
-from . import register
-from .base import Pass, PassContext
-from .fusion_analysis import Reachability, xla_post_order
-from .fusion_build import (StorageOrder, create_fusion, drop_control_edges, fuse_producer,
-                           fusible_computations,
+from ...ir.module import Computation, Instruction, Module
+from .. import register
+from ..base import Pass, PassContext
+from ...ir.graph import post_order
+from .analysis import Reachability
+from .build import (StorageOrder, create_fusion, fuse_producer, fusible_computations,
                            replace_with_fusion)
-from .fusion_decisions import CpuFusionRules, can_be_output_fused
+from .decisions import CpuFusionRules, can_be_output_fused
 
 
 # ---------------------------------------------------------------------------
@@ -49,8 +49,7 @@ class InstructionFusion(Pass):
         skip = {id(i) for i in comp.instructions
                 if i.opcode == "fusion" and i.attrs.get("kind") == "kCustom"}
         rules = CpuFusionRules(skip)
-        self._control_users = [i for i in comp.instructions if i.control_predecessors]
-        post = xla_post_order(comp.instructions)
+        post = post_order(comp)
         do_not_duplicate = rules.globally_unfusible(post, Reachability(post))
         queue: list = list(post)
         index = {id(inst): n for n, inst in enumerate(queue)}
@@ -104,7 +103,7 @@ class InstructionFusion(Pass):
                 if not producer.users:
                     queue[index.pop(id(producer))] = None
                     do_not_duplicate.discard(id(producer))
-                    drop_control_edges(producer, self._control_users)
+                    producer.safely_drop_all_control_deps()
                     comp.remove_instruction(producer)
                     keep_alive.append(producer)
                 if fusion is not inst:
@@ -127,7 +126,7 @@ class InstructionFusion(Pass):
             fusion = create_fusion(consumer, kind,
                                    f"{producer.opcode}_{consumer.opcode}_fusion")
             order.added(consumer.parent, fusion)
-            replace_with_fusion(consumer, fusion, self._control_users)
+            replace_with_fusion(consumer, fusion)
         rules.update_reused(producer, fusion)
         rules.fused_reduce(fusion, producer)
         evaluation = rules.evaluation(fusion)
@@ -136,8 +135,3 @@ class InstructionFusion(Pass):
         order.fused_changed(fusion.attrs["calls"])
         return fusion
 
-
-# Importing the wrapper registers `fusion-wrapper` whenever `fusion` is available.
-from .fusion_wrapper import FusionWrapper  # noqa: E402
-
-__all__ = ["InstructionFusion", "FusionWrapper"]

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops import REGISTRY
-from .algsimp_rules import (compose_permutations, inverse_permutation, is_dead,
-                            is_scalar, reshape_degenerate, reshape_leaves_dims_unmodified,
-                            rule, same)
-from .simplify_util import is_zero_element, remove_if_dead
+from ...ops import REGISTRY
+from ...ir.graph import is_dead, remove_instruction_and_unused_operands
+from .rules import (compose_permutations, inverse_permutation, is_scalar, reshape_degenerate,
+                    reshape_leaves_dims_unmodified, rule, same)
+from ..simplify_util import is_zero_element
 
 ELEMENTWISE = "elementwise"
 
@@ -84,7 +84,7 @@ def _bcast_sink(inst, ctx):
                              dict(user.attrs))
         new_bcast = ctx.b.broadcast(new_user, user.shape.dims, dims)
         user.replace_all_uses_with(new_bcast)
-        remove_if_dead(user)
+        remove_instruction_and_unused_operands(user)
         return True
     return None
 
@@ -110,7 +110,7 @@ def _bcast_scalar_user(inst, ctx):
         ctx.b.before = user
         new = ctx.b.broadcast(x, user.shape.dims, ())
         user.replace_all_uses_with(new)
-        remove_if_dead(user)
+        remove_instruction_and_unused_operands(user)
         return True
     return None
 
@@ -182,7 +182,7 @@ def _reshape_bcast(inst, ctx):
 
 @rule("reshape", "reshape(iota) => iota (or a mixed-radix sum of iotas for integers)")
 def _reshape_iota(inst, ctx):
-    from .algsimp_rules import common_factors
+    from .rules import common_factors
     x = inst.operands[0]
     if x.opcode != "iota":
         return None

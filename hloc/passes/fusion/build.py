@@ -11,11 +11,12 @@ and `fusible_computations` the computations InstructionFusion visits.
 """
 from __future__ import annotations
 
-from ..ir.module import Computation, Instruction, Module
-from ..ir.rewriter import replace_instruction, uniquer
-from ..ops import REGISTRY
-from .fusion_analysis import xla_post_order
-from .fusion_decisions import EMBEDDED_CALLERS
+from ...ir.module import Computation, Instruction, Module
+from ...ir.graph import callers, computation_post_order, post_order, replace_instruction
+from ...ir.clone import clone_instruction
+from ...ir.rewriter import uniquer
+from ...ops import REGISTRY
+from .decisions import EMBEDDED_CALLERS
 
 
 # ---------------------------------------------------------------------------
@@ -31,11 +32,7 @@ def _new_parameter(comp: Computation, number: int, shape) -> Instruction:
 
 def _clone(inst: Instruction, comp: Computation) -> Instruction:
     """A copy of `inst` (same name, made unique) without operands, added to `comp`."""
-    clone = Instruction(uniquer(comp.parent).unique(inst.name), inst.opdef, inst.shape,
-                        (), dict(inst.attrs))
-    clone.literal = inst.literal
-    comp.add_instruction(clone)
-    return clone
+    return clone_instruction(inst, comp, ())
 
 
 def _operand_parameter(fusion: Instruction, operand: Instruction) -> Instruction:
@@ -67,42 +64,16 @@ def create_fusion(consumer: Instruction, kind: str, name: str,
     root = _clone(consumer, fused)
     for operand in consumer.operands:
         root.append_operand(_operand_parameter(fusion, operand))
-    fused.root = root
+    fused.set_root_instruction(root)
     comp.add_instruction(fusion, before=consumer if module.is_scheduled() else None)
     return fusion
 
 
-def replace_with_fusion(consumer: Instruction, fusion: Instruction,
-                        control_users: list | None = None) -> None:
+def replace_with_fusion(consumer: Instruction, fusion: Instruction) -> None:
     """ReplaceInstruction(consumer, fusion), moving the consumer's control edges to the
-    fusion. `control_users`: the computation's instructions with control predecessors
-    (kept up to date by the caller), to avoid scanning the computation."""
-    comp = consumer.parent
-    if control_users is None:
-        control_users = [i for i in comp.instructions if i.control_predecessors]
-    fusion.control_predecessors = list(consumer.control_predecessors)
-    for inst in control_users:
-        preds = inst.control_predecessors
-        if consumer in preds:
-            preds[preds.index(consumer)] = fusion
-    if fusion.control_predecessors:
-        control_users.append(fusion)
-    consumer.control_predecessors = []
+    fusion."""
+    consumer.move_control_deps_to(fusion)
     replace_instruction(consumer, fusion)
-
-
-def drop_control_edges(producer: Instruction, control_users: list) -> None:
-    """HloInstruction::SafelyDropAllControlDependencies before a fused producer is
-    removed: its control predecessors become predecessors of its control successors.
-    `control_users`: the computation's instructions with control predecessors."""
-    for inst in control_users:
-        preds = inst.control_predecessors
-        if producer in preds:
-            for pred in producer.control_predecessors:
-                if pred not in preds:
-                    preds.append(pred)
-            preds.remove(producer)
-    producer.control_predecessors = []
 
 
 def fuse_producer(fusion: Instruction, producer: Instruction) -> Instruction:
@@ -159,61 +130,19 @@ class StorageOrder:
         computations' instructions) in the order XLA would print them."""
         module.set_computation_order(computation_post_order(module, self.of))
         for comp in self.fused.values():
-            comp.set_instruction_order(xla_post_order(comp.instructions))
+            comp.set_instruction_order(post_order(comp))
         if module.is_scheduled():
             return
         for comp in self.comps:
-            comp.set_instruction_order(xla_post_order(self.of(comp)))
-
-
-def computation_post_order(module: Module, storage=lambda c: c.instructions) -> list:
-    """HloModule::MakeComputationPostOrder: from each uncalled computation (in module
-    order), its callees depth first in instruction storage order, then itself."""
-    called = {id(c) for comp in module.computations for inst in comp.instructions
-              for c in inst.called_computations()}
-    added: set[int] = set()
-    out: list[Computation] = []
-
-    def callees(comp):
-        return [c for inst in storage(comp) for c in inst.called_computations()]
-
-    for root in module.computations:
-        if id(root) in called:
-            continue
-        visited = {id(root)}
-        stack = [(root, iter(callees(root)))]
-        while stack:
-            comp, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                stack.pop()
-                if id(comp) not in added:
-                    added.add(id(comp))
-                    out.append(comp)
-            elif id(nxt) not in visited:
-                visited.add(id(nxt))
-                stack.append((nxt, iter(callees(nxt))))
-    for comp in module.computations:   # unreachable cycles cannot happen; be safe
-        if id(comp) not in added:
-            out.append(comp)
-    return out
-
-
-def computation_callers(module: Module) -> dict[int, list]:
-    out: dict[int, list] = {}
-    for comp in module.computations:
-        for inst in comp.instructions:
-            for c in inst.called_computations():
-                out.setdefault(id(c), []).append(inst)
-    return out
+            comp.set_instruction_order(post_order(comp, self.of(comp)))
 
 
 def fusible_computations(module: Module) -> list[Computation]:
     """Non-fusion computations whose callers are not scalar-body (embedded) callers."""
-    callers = computation_callers(module)
+    calls = callers(module)
     out = []
     for comp in computation_post_order(module):
-        first = callers.get(id(comp))
+        first = calls.get(comp)
         if comp.is_fusion_computation or (first and first[0].opcode == "fusion"):
             comp.is_fusion_computation = True
             continue

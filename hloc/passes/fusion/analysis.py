@@ -4,12 +4,13 @@ HloInstruction's IsElementwise, IsFusible, HasSideEffect and OperandElementUse (
 follows fused computations, FusionReusesParamElements); HloComputation's
 MakeInstructionPostOrder; HloReachabilityMap (as ancestor bitsets); and
 FusionNodeIndexingEvaluation, kept up to date as producers are fused in, with its code
-duplication limit. Used by fusion_decisions.py (the rules) and fusion.py (the pass).
+duplication limit. Used by decisions.py (the rules) and instruction_fusion.py (the pass).
 """
 from __future__ import annotations
 
-from ..ir.rewriter import has_side_effect
-from ..ops.base import ELEMENTWISE
+from ...ir.graph import operand_post_order, post_order
+from ...ir.rewriter import has_side_effect
+from ...ops.base import ELEMENTWISE
 
 # HloInstruction::UseKind, ordered as XLA orders it (the lattice meet is `min`).
 REUSE, PERMUTING, USE, NO_USE = 0, 1, 2, 3
@@ -124,7 +125,7 @@ def _fusion_param_use(fusion, number: int) -> int:
     """FusionReusesParamElements: the use of parameter `number` seen from the root."""
     comp = fused_computation(fusion)
     cache: dict[int, int] = {}
-    order = post_order_from(comp.root)
+    order = operand_post_order(comp.root)
     for hlo in order:                       # operands before users: no recursion
         if hlo.opcode == "parameter":
             cache[id(hlo)] = USE if hlo.parameter_number == number else NO_USE
@@ -138,25 +139,6 @@ def _fusion_param_use(fusion, number: int) -> int:
             value = min(value, use, below)
         cache[id(hlo)] = value
     return cache[id(comp.root)]
-
-
-def post_order_from(root) -> list:
-    """Operands before users, from one root, iteratively (first operand first)."""
-    out, state, stack = [], {}, [root]
-    while stack:
-        cur = stack[-1]
-        st = state.get(id(cur))
-        if st is None:
-            state[id(cur)] = 1
-            for o in reversed(cur.operands):
-                if state.get(id(o)) != 2:
-                    stack.append(o)
-            continue
-        stack.pop()
-        if st != 2:
-            state[id(cur)] = 2
-            out.append(cur)
-    return out
 
 
 def is_fusible(inst) -> bool:
@@ -203,7 +185,7 @@ class IndexingEvaluation:
         comp = fused_computation(fusion)
         self.usage: dict[int, int] = {id(fusion): 1}
         self.users: dict[int, set] = {id(comp.root): {id(fusion)}}
-        for inst in reversed(xla_post_order(comp.instructions)):
+        for inst in reversed(post_order(comp)):
             if inst.opcode != "parameter":
                 self._add(inst)
 
@@ -258,35 +240,3 @@ def code_duplication_too_high(evaluation: IndexingEvaluation, producer) -> bool:
         return True
     return producer.opcode in _INVALIDATES_CACHE and \
         (emitted > 1 or real_user_count(producer) > 1)
-
-
-# ---------------------------------------------------------------------------
-# Post order as XLA makes it
-
-def xla_post_order(storage: list) -> list:
-    """HloComputation::MakeInstructionPostOrder: a DFS from every user-less instruction
-    in storage order; first operand first, control predecessors before operands."""
-    members = {id(i) for i in storage}
-    state: dict[int, int] = {}
-    out: list = []
-    for start in storage:
-        if any(id(u) in members for u in start.users):
-            continue
-        stack = [start]
-        while stack:
-            cur = stack[-1]
-            st = state.get(id(cur))
-            if st is None:
-                state[id(cur)] = 1
-                for o in reversed(cur.operands):
-                    if state.get(id(o)) != 2 and id(o) in members:
-                        stack.append(o)
-                for p in cur.control_predecessors:
-                    if state.get(id(p)) != 2 and id(p) in members:
-                        stack.append(p)
-                continue
-            stack.pop()
-            if st != 2:
-                state[id(cur)] = 2
-                out.append(cur)
-    return out

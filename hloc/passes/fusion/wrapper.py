@@ -14,22 +14,15 @@ is left unwrapped, as XLA leaves the bitcast.
 """
 from __future__ import annotations
 
-from ..ir.module import Module
-from . import register
-from .base import Pass, PassContext
-from .fusion_build import StorageOrder, create_fusion, replace_with_fusion
-from .fusion_analysis import xla_post_order
+from ...ir.module import Module
+from .. import register
+from ..base import Pass, PassContext
+from .build import StorageOrder, create_fusion, replace_with_fusion
+from ...ir.graph import post_order
+from ...ops import opcodes_with
+from ...ops.base import CPU_WRAPPED
 
-_WRAPPED = frozenset({
-    "scatter", "abs", "add", "and", "atan2", "bitcast-convert", "broadcast", "cbrt", "ceil",
-    "clamp", "count-leading-zeros", "compare", "complex", "convert", "cosine", "divide",
-    "dynamic-slice", "erf", "exponential", "exponential-minus-one", "floor", "gather",
-    "imag", "iota", "is-finite", "log", "log-plus-one", "map", "maximum", "minimum",
-    "multiply", "negate", "not", "or", "pad", "popcnt", "power", "real", "reduce",
-    "reduce-precision", "reduce-window", "remainder", "reshape", "reverse",
-    "round-nearest-afz", "round-nearest-even", "rsqrt", "select", "shift-left",
-    "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "slice", "sqrt",
-    "subtract", "tan", "tanh", "xor"})
+_WRAPPED = opcodes_with(CPU_WRAPPED)
 _CONTROL_FLOW = ("conditional", "while", "call", "async-start")
 
 
@@ -65,14 +58,13 @@ class FusionWrapper(Pass):
         if module.entry is None:
             return False
         order = StorageOrder()
-        control_users: dict[int, list] = {}
         changed = False
-        stack = list(reversed(xla_post_order(module.entry.instructions)))
+        stack = list(reversed(post_order(module.entry)))
         while stack:
             inst = stack.pop()
             if inst.opcode in _CONTROL_FLOW:
                 for comp in reversed(inst.called_computations()):
-                    stack.extend(reversed(xla_post_order(comp.instructions)))
+                    stack.extend(reversed(post_order(comp)))
                 continue
             if not must_wrap(inst):
                 continue
@@ -82,11 +74,7 @@ class FusionWrapper(Pass):
                                    f"wrapped_{inst.opcode}_computation")
             order.added(comp, fusion)
             order.fused_changed(fusion.attrs["calls"])
-            users = control_users.get(id(comp))
-            if users is None:
-                users = control_users[id(comp)] = [
-                    i for i in comp.instructions if i.control_predecessors]
-            replace_with_fusion(inst, fusion, users)
+            replace_with_fusion(inst, fusion)
             changed = True
         if changed:
             order.finish(module)

@@ -9,38 +9,26 @@ decision, which returns the reason an edge must not be fused (None when it may),
 global "do not duplicate" analysis (ComputeGloballyUnfusible: EffectivelyAtMostUnary,
 CanFuseOnAllPaths), the reused-operand sets XLA caches, and the in-place rule for
 dynamic-update-slice consumers (ShouldFuseInPlaceOp). The graph facts underneath are
-in fusion_analysis.py.
+in analysis.py.
 """
 from __future__ import annotations
 
-from .fusion_analysis import (REUSE, IndexingEvaluation, Reachability, byte_size,
+from .analysis import (REUSE, IndexingEvaluation, Reachability, byte_size,
                               is_array,
                               code_duplication_too_high, elements, fused_computation,
                               is_complex, is_effective_scalar, is_elementwise, is_fusible,
-                              operand_element_use, true_rank, unique_operands, unique_users,
-                              xla_post_order)
+                              operand_element_use, true_rank, unique_operands, unique_users)
+from ...ir.graph import post_order
+from ...ops import opcodes_with
+from ...ops.base import ELEMENTAL, ELEMENTWISE, EXPENSIVE, EXPENSIVE_IF_COMPLEX
 
 FUSION_THRESHOLD_BYTES = 16 * 1024  # small matrix-vector dots are fused below this
 MAX_CONCATENATE_ARGUMENTS = 8
 MAX_REDUCTIONS_IN_FUSION = 5
 
-# Producers CpuInstructionFusion can emit elementally (besides elementwise ops).
-_LOOP_FUSIBLE = frozenset({
-    "bitcast", "broadcast", "concatenate", "dynamic-slice", "dynamic-update-slice",
-    "gather", "iota", "pad", "reduce", "reshape", "reverse", "slice", "transpose"})
-
-# CpuInstructionFusion::IsExpensive: always cheap / always expensive; the rest below.
-_CHEAP = frozenset({
-    "add", "and", "bitcast", "bitcast-convert", "broadcast", "ceil", "clamp",
-    "count-leading-zeros", "compare", "complex", "concatenate", "constant", "copy",
-    "copy-done", "copy-start", "dynamic-reshape", "dynamic-slice", "dynamic-update-slice",
-    "floor", "get-tuple-element", "imag", "infeed", "iota", "is-finite", "maximum",
-    "minimum", "multiply", "mulhi", "negate", "not", "opt-barrier", "or", "outfeed", "pad",
-    "partition-id", "popcnt", "real", "reduce-precision", "replica-id", "reshape",
-    "reverse", "round-nearest-afz", "round-nearest-even", "select", "shift-left",
-    "shift-right-arithmetic", "shift-right-logical", "slice", "stochastic-convert",
-    "subtract", "transpose", "tuple", "xor"})
-_EXPENSIVE_IF_COMPLEX = frozenset({"abs", "sign", "cosine", "sine", "tan"})
+# Producers CpuInstructionFusion can emit elementally besides elementwise ops: the
+# registry's ELEMENTAL ops.
+_LOOP_FUSIBLE = opcodes_with(ELEMENTAL) - opcodes_with(ELEMENTWISE)
 
 # Callers whose computations are "embedded" (CallContext::kEmbedded): their bodies
 # are scalar code and are never fused into.
@@ -50,12 +38,9 @@ EMBEDDED_CALLERS = frozenset({
 
 
 def cpu_is_expensive(inst) -> bool:
-    """CpuInstructionFusion::IsExpensive."""
+    """CpuInstructionFusion::IsExpensive: the registry's EXPENSIVE and
+    EXPENSIVE_IF_COMPLEX traits, except for converts and divisions."""
     op = inst.opcode
-    if op in _CHEAP:
-        return False
-    if op in _EXPENSIVE_IF_COMPLEX:
-        return is_complex(inst.shape)
     if op == "convert":   # f32 -> bf16 needs NaN checks; everything else is cheap
         return inst.shape.dtype.name == "bf16" and inst.operands[0].shape.dtype.name == "f32"
     if op in ("divide", "remainder"):
@@ -67,7 +52,10 @@ def cpu_is_expensive(inst) -> bool:
         if o.opcode == "broadcast":
             o = o.operands[0]
         return not (o.opcode == "constant" and is_effective_scalar(o.shape))
-    return True
+    traits = inst.opdef.traits
+    if EXPENSIVE_IF_COMPLEX in traits:
+        return is_complex(inst.shape)
+    return EXPENSIVE in traits
 
 
 def can_be_loop_fused(inst) -> bool:
@@ -417,7 +405,7 @@ def in_place_conflict(producer, consumer) -> str | None:
                 return None
             comp = fused_computation(consumer)
             others = [i for i in comp.instructions if _nonelementwise(i) and i is not in_place]
-            post = xla_post_order(comp.instructions)
+            post = post_order(comp)
             reach = Reachability(post)
             param = comp.parameters[consumer.operands.index(producer)]
             if any(reach.reaches(param, i) for i in others):

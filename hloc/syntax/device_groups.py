@@ -1,15 +1,15 @@
 """Device groups and Shardy mesh/sharding text: the `replica_groups` attribute kind.
 
 XLA writes a collective's device groups in three forms: an explicit list
-`{{0,1},{2,3}}`, the iota form `[2,2]<=[4]` (both parsed by attrs.py's ReplicaGroups), and,
+`{{0,1},{2,3}}`, the iota form `[2,2]<=[4]` (both parsed by attr_structs.py into ReplicaGroups), and,
 since 2026, mesh axes: `mesh['data'=2,'model'=2] {'model'}`, optionally with
 `, device_ids=(3,2,1,0)` after the mesh and sub-axes `'x':(2)2` (pre-size 2, size 2) in
 the group (xla/hlo/ir/replica_group.cc MeshAxesReplicaGroupList). `MeshGroups` keeps
 the mesh and axes as written, prints them back byte for byte as XLA's ToString does, and
 computes `groups` as XLA's flattened_replica_groups: each grouped axis (split into its
 sub-axis pieces) is moved after the others in the mesh's device array and the array is
-cut into groups of the grouped axes' size. This module registers the `replica_groups`
-kind (all three forms) in attrs.KINDS.
+cut into groups of the grouped axes' size. attr_kinds.KINDS registers the `replica_groups`
+kind (all three forms) with this module's parser and printer.
 
 It also reads the Shardy text of before-optimizations dumps: a mesh
 `#sdy.mesh<["data"=2, "model"=2]>` (module frontend attribute `xla.sdy.meshes`) and a
@@ -25,7 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
-from . import attrs as _attrs
+from . import attr_structs as _attrs
 
 __all__ = ["MeshGroups", "SdyMesh", "SdySharding", "parse_sdy_meshes", "parse_sdy_shardings",
            "group_list"]
@@ -191,9 +191,6 @@ def _f_replica_groups(v) -> str:
     if isinstance(v, MeshGroups):
         return _f_mesh_groups(v)
     return _attrs._f_replica_groups(v)
-
-
-_attrs._register("replica_groups", _attrs._whole(_p_replica_groups), _f_replica_groups)
 
 
 # ---------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 XLA's pass visits every instruction of every non-fusion computation in post-order and
 tries the rewrites of its opcode's handler, repeating until nothing changes. Here each
-rewrite is one row of the table in algsimp_rules.RULES (filled by algsimp_arith,
-algsimp_movement and algsimp_reduce), and a worklist seeded with the post-order
+rewrite is one row of the table in rules.RULES (filled by arith, logic, movement,
+reduce and slicing), and a worklist seeded with the post-order
 revisits what a rewrite created or touched, until the computation is stable. The
 options are XLA:CPU's (cpu_compiler.cc): layout-insensitive, no dot strength reduction,
 min/max not NaN-propagating (so no float min/max-with-infinity folds), non-canonical
@@ -16,14 +16,14 @@ pass asks. Instructions with control dependencies are left alone.
 """
 from __future__ import annotations
 
-from ..ir.module import Computation, Instruction, Module
-from ..ir.rewriter import post_order
-from . import PassContext, register
-from .base import Pass, PassError
-from . import (algsimp_arith, algsimp_logic, algsimp_movement,  # noqa: F401 (rules)
-               algsimp_reduce, algsimp_slicing)
-from .algsimp_rules import RULES
-from .simplify_util import Builder, control_targets, remove_if_dead, replace
+from ...ir.module import Computation, Instruction, Module
+from ...ir.graph import (remove_instruction_and_unused_operands, replace_instruction,
+                         stable_post_order)
+from .. import PassContext, register
+from ..base import Pass, PassError
+from . import arith, logic, movement, reduce, slicing  # noqa: F401 (rules)
+from .rules import RULES
+from ..simplify_util import Builder
 
 # A worklist that keeps rewriting is a bug in a rule pair; stop after this many visits
 # per instruction rather than loop forever.
@@ -33,15 +33,14 @@ VISITS_PER_INSTRUCTION = 64
 class RuleContext:
     """What a rule sees besides the instruction: a builder and the computation."""
 
-    def __init__(self, comp: Computation, targets: set):
+    def __init__(self, comp: Computation):
         self.comp = comp
         self.module = comp.parent
-        self.targets = targets
         self.b: Builder | None = None
 
     def pinned(self, inst: Instruction) -> bool:
         """Has control dependencies, so rules leave it in place."""
-        return bool(inst.control_predecessors) or id(inst) in self.targets
+        return inst.has_control_dependencies()
 
 
 @register
@@ -58,12 +57,11 @@ class AlgebraicSimplifier(Pass):
 
 
 def simplify_computation(comp: Computation) -> bool:
-    targets = control_targets(comp)
-    order = post_order(comp)
+    order = stable_post_order(comp)
     work = list(reversed(order))
     queued = {id(i) for i in work}
     budget = VISITS_PER_INSTRUCTION * (len(work) + 16)
-    rctx = RuleContext(comp, targets)
+    rctx = RuleContext(comp)
     changed = False
     while work and budget > 0:
         budget -= 1
@@ -98,7 +96,7 @@ def apply_rules(inst: Instruction, rctx: RuleContext):
         result = r.fn(inst, rctx)
         if result is None or result is False:
             for c in reversed(b.created):       # a rule that gave up mid-way
-                remove_if_dead(c)
+                remove_instruction_and_unused_operands(c)
             continue
         if result is True:
             touched = list(b.created) + [inst] + list(inst.users)
@@ -109,7 +107,7 @@ def apply_rules(inst: Instruction, rctx: RuleContext):
             raise PassError(f"algsimp rule '{r.doc}' changed the shape of %{inst.name}: "
                             f"{inst.shape} -> {result.shape}")
         users = list(inst.users)
-        replace(inst, result)
+        replace_instruction(inst, result)
         return list(b.created) + [result] + users
     return None
 

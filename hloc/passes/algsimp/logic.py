@@ -7,10 +7,10 @@ XLA:CPU's options make XLA leave them out.
 """
 from __future__ import annotations
 
-from ..ops import REGISTRY
-from .algsimp_rules import (bcast_of, is_complex, is_const_effective_scalar,
+from ...ops import REGISTRY
+from .rules import (bcast_of, is_complex, is_const_effective_scalar,
                             is_const_scalar, is_int, is_nonneg, is_pred, rule, same)
-from .simplify_util import (cast_preserves_values, constant_array, is_all, max_value,
+from ..simplify_util import (cast_preserves_values, constant_array, is_all, max_value,
                             min_value, scalar_value)
 
 ELEMENTWISE = "elementwise"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .algsimp_rules import (bcast_of, is_complex, is_const, is_const_effective_scalar,
+from .rules import (bcast_of, is_complex, is_const, is_const_effective_scalar,
                             is_const_scalar, is_float, is_int, is_pred,
                             is_power_of_two_fp_constant, is_signed_int, rule, same)
-from .simplify_util import constant_array, is_all, max_value, np_scalar, scalar_value
+from ..simplify_util import constant_array, is_all, max_value, np_scalar, scalar_value
 
 ELEMENTWISE = "elementwise"
 

@@ -16,9 +16,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from ..ir.module import Instruction
-from ..ir.shape import ArrayShape
-from .simplify_util import scalar_value
+from ...ir.module import Instruction
+from ...ir.shape import ArrayShape
+from ..simplify_util import scalar_value
 
 
 @dataclass(frozen=True)
@@ -96,10 +96,6 @@ def bcast_of(inst: Instruction, pred) -> Instruction | None:
     if inst.opcode == "broadcast" and pred(inst.operands[0]):
         return inst.operands[0]
     return None
-
-
-def is_dead(inst: Instruction) -> bool:
-    return not inst.users and inst.parent is not None and inst is not inst.parent.root
 
 
 def param_root(comp, opcode: str) -> bool:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.shape import ArrayShape, TupleShape, array
-from ..ops import REGISTRY
-from .algsimp_rules import (dims_unmodified_by_reshape, is_const_effective_scalar,
+from ...ir.shape import ArrayShape, TupleShape, array
+from ...ops import REGISTRY
+from .rules import (dims_unmodified_by_reshape, is_const_effective_scalar,
                             is_float, is_int, param_root, rule, same)
-from .simplify_util import constant_array, is_all, is_zero_element
+from ..simplify_util import constant_array, is_all, is_zero_element
 
 
 def _dims(inst):
@@ -77,7 +77,7 @@ def _reduce_negate(inst, ctx):
             if o is inst:
                 u.set_operand(k, neg)
     if was_root:
-        ctx.comp.root = neg
+        ctx.comp.set_root_instruction(neg)
     return True
 
 

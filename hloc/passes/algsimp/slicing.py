@@ -4,8 +4,8 @@ HandleDynamicUpdateSlice), in XLA's order. None changes a value.
 """
 from __future__ import annotations
 
-from .algsimp_rules import bcast_of, inverse_permutation, is_const, is_scalar, rule, same
-from .simplify_util import is_all, is_zero_element, scalar_value
+from .rules import bcast_of, inverse_permutation, is_const, is_scalar, rule, same
+from ..simplify_util import is_all, is_zero_element, scalar_value
 
 
 def _dims(inst):

@@ -1,0 +1,399 @@
+"""Graph walks and edits with XLA's semantics; every pass changes a module through these.
+
+- Orders: `post_order` is HloComputation::MakeInstructionPostOrder (the order XLA prints
+  in), `post_order_from` its DFS from chosen starts, `stable_post_order` a topological
+  order that keeps the stored order where it already is one, `visit_order`
+  HloComputation::Accept's; `computation_post_order` is HloModule::MakeComputationPostOrder.
+  All share one iterative DFS (real dumps have dependency chains thousands long).
+- Edits: `replace_instruction` is HloComputation::ReplaceInstruction (metadata, frontend
+  attributes and sharding follow the replacement when it has none; a same-opcode
+  replacement takes the old name; the old instruction and operands it leaves dead are
+  removed), `Instruction.replace_all_uses_with` is ReplaceAllUsesWith, `Removal` batches
+  RemoveInstructionAndUnusedOperands so a pass removing thousands of instructions rewrites
+  the instruction list once, `relay_control_deps` is RelayControlDependenciesSafely.
+- Copies are in clone.py.
+- Call graph: `callers` (computation -> calling instructions), `reachable_computations`,
+  `remove_unreachable_computations`, `fusion_computations`.
+"""
+from __future__ import annotations
+
+import re
+from collections import deque
+
+from .module import Computation, Instruction, Module
+from .rewriter import has_side_effect, uniquer
+
+
+_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
+
+
+# ---------------------------------------------------------------------------
+# Orders
+
+def xla_deps(inst: Instruction) -> list:
+    """What MakeInstructionPostOrder visits before `inst`: control predecessors (last
+    first), then operands in order."""
+    preds = inst.control_predecessors
+    if not preds:
+        return inst.operands
+    return list(reversed(preds)) + inst.operands
+
+
+def operands_then_control(inst: Instruction) -> list:
+    return inst.operands + inst.control_predecessors if inst.control_predecessors \
+        else inst.operands
+
+
+def post_order_from(starts, comp: Computation | None = None, deps=xla_deps,
+                    done: set | None = None) -> list:
+    """Depth-first post order from each of `starts` in turn (one visited set): an
+    instruction comes after everything `deps(inst)` lists, visited in that order. With
+    `comp`, instructions of other computations are not entered. `done` (shared across
+    calls) holds the instructions already emitted."""
+    done = set() if done is None else done
+    out: list = []
+    for start in starts:
+        if start in done:
+            continue
+        done.add(start)
+        stack = [(start, iter(deps(start)))]
+        while stack:
+            inst, it = stack[-1]
+            for d in it:
+                if d not in done and (comp is None or d.parent is comp):
+                    done.add(d)
+                    stack.append((d, iter(deps(d))))
+                    break
+            else:
+                stack.pop()
+                out.append(inst)
+    return out
+
+
+def post_order(comp: Computation, storage=None) -> list:
+    """MakeInstructionPostOrder: a DFS from every instruction without users, in storage
+    order (`storage`, default the stored list); instructions reachable only through a
+    cycle follow in storage order."""
+    storage = comp.instructions if storage is None else storage
+    out = post_order_from([i for i in storage if not i.users], comp)
+    if len(out) != len(storage):
+        seen = set(out)
+        out.extend(i for i in storage if i not in seen)
+    return out
+
+
+def stable_post_order(comp: Computation) -> list:
+    """Operands (and control predecessors) before users, keeping the stored order where
+    it already is one."""
+    return post_order_from(comp.instructions, comp, operands_then_control)
+
+
+def operand_post_order(root: Instruction, stop=None) -> list:
+    """`root` and its transitive operands, operands first; `stop(inst)` true: its
+    operands are not entered."""
+    if stop is None:
+        return post_order_from([root], deps=_operands)
+    return post_order_from([root], deps=lambda i: () if stop(i) else i.operands)
+
+
+def _operands(inst: Instruction) -> list:
+    return inst.operands
+
+
+def visit_order(comp: Computation) -> list:
+    """HloComputation::Accept's order: from each unreachable root (no users, no control
+    successors) in instruction order, then from the root."""
+    starts = [i for i in comp.instructions
+              if not i.users and i is not comp.root and not i.control_successors]
+    order = post_order_from(starts + [comp.root], comp)
+    if len(order) != len(comp.instructions):    # reached only through control edges
+        seen = set(order)
+        order.extend(i for i in comp.instructions if i not in seen)
+    return order
+
+
+def sort_post_order(comp: Computation) -> None:
+    """Store `comp`'s instructions in MakeInstructionPostOrder order."""
+    order = post_order(comp)
+    if any(a is not b for a, b in zip(order, comp.instructions)):
+        comp.set_instruction_order(order)
+
+
+def computation_post_order(module: Module, storage=None, *,
+                           from_uncalled: bool = True) -> list:
+    """HloModule::MakeComputationPostOrder: callees (depth first, in instruction storage
+    order) before callers, from each uncalled computation in module order. With
+    `from_uncalled=False`, from every computation in module order (keeps the stored
+    order where it already is one)."""
+    def callees(comp):
+        insts = comp.instructions if storage is None else storage(comp)
+        return [c for inst in insts for c in inst.called_computations()]
+
+    starts = module.computations
+    if from_uncalled:
+        called = set(callers(module))
+        starts = [c for c in module.computations if c not in called]
+    out = post_order_from(starts, deps=callees)
+    if len(out) != len(module.computations):      # unreachable cycles: be safe
+        seen = set(out)
+        out.extend(c for c in module.computations if c not in seen)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Call graph
+
+def callers(module: Module) -> dict:
+    """computation -> the instructions that call it, in module order."""
+    out: dict = {}
+    for comp in module.computations:
+        for inst in comp.instructions:
+            for c in inst.called_computations():
+                out.setdefault(c, []).append(inst)
+    return out
+
+
+def reachable_computations(module: Module) -> set:
+    """The computations reachable from the entry."""
+    if module.entry is None:
+        return set(module.computations)
+    seen = {module.entry}
+    stack = [module.entry]
+    while stack:
+        for inst in stack.pop().instructions:
+            for c in inst.called_computations():
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+    return seen
+
+
+def remove_unreachable_computations(module: Module) -> bool:
+    """Drop computations not reachable from the entry; returns whether any were."""
+    if module.entry is None:
+        return False
+    seen = reachable_computations(module)
+    dead = [c for c in module.computations if c not in seen]
+    for comp in dead:
+        module.remove_computation(comp)
+    return bool(dead)
+
+
+def fusion_computations(module: Module) -> set:
+    """Computations called by fusion instructions (XLA's fusion computations)."""
+    out = set()
+    for comp in module.computations:
+        if comp.is_fusion_computation:
+            out.add(comp)
+        for inst in comp.instructions:
+            if inst.opcode == "fusion":
+                out.update(inst.called_computations())
+    return out
+
+
+def snapshot(module: Module) -> dict:
+    """A cheap structural fingerprint per computation (instructions and their operands),
+    to tell which computations a pipeline touched."""
+    return {comp: tuple((i, tuple(i.operands)) for i in comp.instructions)
+            for comp in module.computations}
+
+
+# ---------------------------------------------------------------------------
+# Removal
+
+def is_dead(inst: Instruction) -> bool:
+    """HloInstruction::IsDead: in a computation, no users, not its root."""
+    return not inst.users and inst.parent is not None and inst is not inst.parent.root
+
+
+class Removal:
+    """Batched RemoveInstructionAndUnusedOperands for one computation: removed
+    instructions leave the instruction list together, at `flush`."""
+
+    def __init__(self, comp: Computation):
+        self.comp = comp
+        self.gone: set = set()
+
+    def alive(self, inst: Instruction) -> bool:
+        return inst.parent is self.comp and inst not in self.gone
+
+    def is_dead(self, inst: Instruction) -> bool:
+        """IsDead: no (remaining) users and not the root."""
+        return inst is not self.comp.root and all(u in self.gone for u in inst.users)
+
+    @staticmethod
+    def safely_removable(inst: Instruction) -> bool:
+        """IsSafelyRemovable: no control edges, and not a parameter."""
+        return inst.opcode != "parameter" and not inst.has_control_dependencies()
+
+    def remove_with_unused_operands(self, inst: Instruction, memo: dict | None = None) -> int:
+        """RemoveInstructionAndUnusedOperands: remove dead `inst` and every operand that
+        becomes dead and is removable with it (side-effecting operands stay)."""
+        count = 0
+        work = deque([inst])
+        while work:
+            item = work.popleft()
+            if not self.alive(item) or not self.is_dead(item) or \
+                    not self.safely_removable(item) or \
+                    (item is not inst and has_side_effect(item, memo)):
+                continue
+            self.gone.add(item)
+            count += 1
+            work.extend(item.operands)
+        return count
+
+    def flush(self) -> bool:
+        """Take the removed instructions out of the computation."""
+        if not self.gone:
+            return False
+        gone = {i for i in self.gone if i.parent is self.comp}
+        self.gone = set()
+        if gone:
+            self.comp.remove_instructions(gone)
+        return True
+
+
+def remove_instruction_and_unused_operands(inst: Instruction,
+                                           memo: dict | None = None) -> bool:
+    """RemoveInstructionAndUnusedOperands, at once; False when `inst` is not dead and
+    safely removable or has a side effect."""
+    comp = inst.parent
+    if comp is None or has_side_effect(inst, memo):
+        return False
+    removal = Removal(comp)
+    removal.remove_with_unused_operands(inst, memo)
+    return removal.flush()
+
+
+def relay_control_deps(inst: Instruction, replacement: Instruction,
+                       removal: Removal | None = None) -> None:
+    """RelayControlDependenciesSafely (tuple_simplifier.cc): `inst` is about to be
+    replaced by the earlier `replacement`; its control predecessors go to its users (or
+    to its control successors when it has none), its successors follow `replacement`."""
+    if not inst.has_control_dependencies():
+        return
+    gone = removal.gone if removal is not None else ()
+    users = [u for u in inst.users if u not in gone]
+    successors = list(inst.control_successors)
+    for pred in list(inst.control_predecessors):
+        for target in (users if users else successors):
+            if target is not pred:
+                pred.add_control_dependency_to(target)
+    for succ in successors:
+        if succ is not replacement:
+            replacement.add_control_dependency_to(succ)
+    inst.drop_all_control_deps()
+
+
+# ---------------------------------------------------------------------------
+# Replacement
+
+def op_name(inst: Instruction) -> str:
+    meta = inst.attrs.get("metadata")
+    if meta is None:
+        return ""
+    m = _OP_NAME.search(getattr(meta, "text", str(meta)))
+    return m.group(1) if m else ""
+
+
+def _empty_verbatim(value) -> bool:
+    return value is None or getattr(value, "text", str(value)).strip() in ("", "{}")
+
+
+def replace_instruction(old: Instruction, new: Instruction, removal: Removal | None = None,
+                        *, preserve_sharding: bool = False, memo: dict | None = None) -> bool:
+    """HloComputation::ReplaceInstruction. With `preserve_sharding`, a replacement whose
+    sharding differs from old's is refused (False). Removals go to `removal` (flushed by
+    its owner) or happen at once."""
+    if old is new:
+        return False
+    if preserve_sharding and "sharding" in old.attrs and "sharding" in new.attrs and \
+            old.attrs["sharding"] != new.attrs["sharding"]:
+        return False
+    if not op_name(new) and "metadata" in old.attrs:
+        new.attrs["metadata"] = old.attrs["metadata"]
+    if _empty_verbatim(new.attrs.get("frontend_attributes")) and \
+            not _empty_verbatim(old.attrs.get("frontend_attributes")):
+        new.attrs["frontend_attributes"] = old.attrs["frontend_attributes"]
+    if "sharding" not in new.attrs and "sharding" in old.attrs:
+        new.attrs["sharding"] = old.attrs["sharding"]
+    old.replace_all_uses_with(new)
+    own = removal is None
+    if own:
+        if old.parent is None:
+            return True
+        removal = Removal(old.parent)
+    if removal.is_dead(old) and removal.safely_removable(old):
+        if old.opcode == new.opcode and (old.opcode != "custom-call" or
+                                         old.attrs.get("custom_call_target") ==
+                                         new.attrs.get("custom_call_target")):
+            new.name = old.name
+        removal.remove_with_unused_operands(old, memo)
+    if own:
+        removal.flush()
+    return True
+
+
+def dedupe_fusion_operands(fusion: Instruction) -> bool:
+    """HloFusionInstruction::DeduplicateFusionOperands: merge the fused parameters of
+    operands passed more than once; later parameters are renumbered (and renamed
+    `param_N` as XLA does)."""
+    callee = fusion.attrs.get("calls")
+    if callee is None:
+        return False
+    first: dict = {}
+    drop = []
+    for i, op in enumerate(fusion.operands):
+        if op in first:
+            if i < len(callee.parameters) and first[op] < len(callee.parameters):
+                callee.parameters[i].replace_all_uses_with(callee.parameters[first[op]])
+                drop.append(i)
+        else:
+            first[op] = i
+    if not drop:
+        return False
+    names = uniquer(callee.parent) if callee.parent is not None else None
+    for i in reversed(drop):
+        callee.remove_parameter(i, renumber=False)
+        fusion.remove_operand(i)
+    for n, param in enumerate(callee.parameters):
+        if param.parameter_number != n:
+            param.parameter_number = n
+            if names is not None:
+                param.name = names.unique(f"param_{n}")
+    return True
+
+
+# ---------------------------------------------------------------------------
+# Invariants
+
+def graph_errors(module: Module) -> list[str]:
+    """What the graph API keeps true, as messages (empty when it holds): each users list
+    names each user once; operands and users, control predecessors and successors are
+    symmetric; every instruction lives in its computation; the root is one of them."""
+    errors = []
+    for comp in module.computations:
+        members = set(comp.instructions)
+        if comp.root is not None and comp.root not in members:
+            errors.append(f"root %{comp.root.name} of {comp.name} is not in it")
+        for inst in comp.instructions:
+            where = f"%{inst.name} in {comp.name}"
+            if inst.parent is not comp:
+                errors.append(f"{where}: parent is not its computation")
+            if len(set(inst.users)) != len(inst.users):
+                errors.append(f"{where}: a user is listed twice")
+            for u in inst.users:
+                if not any(o is inst for o in u.operands):
+                    errors.append(f"{where}: user %{u.name} does not use it")
+            for o in inst.operands:
+                if o not in members:
+                    errors.append(f"{where}: operand %{o.name} is not in {comp.name}")
+                elif inst not in o.users:
+                    errors.append(f"{where}: missing from the users of %{o.name}")
+            for p in inst.control_predecessors:
+                if p not in members or inst not in p.control_successors:
+                    errors.append(f"{where}: control predecessor %{p.name} is not linked")
+            for s in inst.control_successors:
+                if s not in members or inst not in s.control_predecessors:
+                    errors.append(f"{where}: control successor %{s.name} is not linked")
+    return errors
