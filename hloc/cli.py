@@ -110,11 +110,16 @@ def _add_commands() -> None:
     from .cli_check import check
     from .cli_graph import graph
     from .cli_opt import opt
+    from .cli_replay import replay
+    from .cli_triage import bisect_command, reduce_command
     from .cli_run import run
     main.add_command(check)
     main.add_command(emit_llvm_command)
     main.add_command(graph)
     main.add_command(opt)
+    main.add_command(replay)
+    main.add_command(bisect_command)
+    main.add_command(reduce_command)
     main.add_command(run)
 
 

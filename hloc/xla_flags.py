@@ -41,7 +41,9 @@ _NO_PASSES = ("hloc run runs the module as written, with no HLO passes; run `hlo
               "MODULE` first to optimise it")
 _REFUSED = {
     "reference_platform": "hloc run compares with known outputs instead of a second "
-                          "platform: --expected OUT.npz (e.g. from `hloc run --output`)",
+                          "platform: --expected OUT.npz (e.g. from `hloc run --output`); "
+                          "`hloc replay` runs a test and a reference platform as "
+                          "run_hlo_module does",
     "input_literals_file": "hloc reads arguments from .npz/.npy files (--inputs) or literal "
                            "text (--input-literal), not RunHloModuleLiterals protos",
     "output_literals_file": "hloc writes results as .npz (--output), not "

@@ -55,3 +55,32 @@ def test_xla_parses_optimized_dumps(tmp_path):
     results = json.loads(proc.stdout)
     bad = {p: r for p, r in results.items() if r != "ok"}
     assert not bad, bad
+
+
+def test_xla_parses_reduced_modules(tmp_path):
+    """`hloc reduce`'s output is HLO that XLA reads: a planted pass bug shrunk from the
+    BERT training step, and a planted miscomputing op shrunk from special_functions."""
+    from hloc.reduce import mismatch_predicate, reduce_module
+    from hloc.replay import ReplayConfig
+    from hloc.runner import BACKENDS
+    from test_replay import WrongOpBackend, broken_pipeline
+    dumps = TESTDATA / "dumps"
+    paths = []
+    bert = (dumps / "bert_train_step.before_optimizations.hlo").read_text()
+    r = reduce_module(bert, mismatch_predicate(ReplayConfig(pipeline=broken_pipeline)))
+    paths.append(tmp_path / "bert_reduced.hlo")
+    paths[-1].write_text(r.text)
+    backend = WrongOpBackend("log")
+    BACKENDS[backend.name] = backend
+    try:
+        special = (dumps / "special_functions.before_optimizations.hlo").read_text()
+        r = reduce_module(special, mismatch_predicate(ReplayConfig(test_backend=backend.name)))
+    finally:
+        del BACKENDS[backend.name]
+    paths.append(tmp_path / "special_reduced.hlo")
+    paths[-1].write_text(r.text)
+    proc = subprocess.run([sys.executable, "-c", _CHECK], input=json.dumps(list(map(str, paths))),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads(proc.stdout)
+    assert all(v == "ok" for v in results.values()), results

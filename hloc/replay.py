@@ -1,0 +1,246 @@
+"""run_hlo_module for one module: a test run and a reference run, compared as XLA does.
+
+`replay_module(module, config, path=...)` follows xla/tools/run_hlo_module.cc's
+RunAndCompare: the test side is a copy of the module after the test pipeline
+(`config.pipeline()`, hloc's XLA:CPU-shaped default) run on `config.test_backend`
+(any hloc.runner back end); the reference side is the module as written, run on the
+interpreter (or no reference run; a compiled reference platform gets the pipeline too,
+unless `run_reference_passes` is False). The results are compared with hloc.compare.near,
+XLA's literal_comparison::Near(expected=reference, actual=test). Console lines go to the
+two writers in `out` (stdout's lines) and `err` (stderr's), worded as run_hlo_module
+words them. An after-optimizations dump (file name or `is_scheduled=true`) is not
+optimised again unless `run_test_passes` is True; the report says so. Fake arguments are
+made by hloc.fake_args with one random engine per file that continues across iterations,
+as run_hlo_module's does; `--different_random_seeds` gives iteration i the module seed
+i + 1 (that affects rng ops, not the arguments).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .compare import CompareResult, ErrorSpec, near
+from .diagnostics import HlocError
+
+__all__ = ["ReplayConfig", "ReplayOutcome", "replay_module", "clone_module",
+           "optimized_copy", "is_after_optimizations", "runner_name", "run_side",
+           "reference_skip_reason"]
+
+DEFAULT_SEED = 42           # the module config's default seed in XLA
+
+
+@dataclass
+class ReplayConfig:
+    test_backend: str = "interpreter"
+    reference_backend: str | None = "interpreter"    # None: no reference run
+    run_test_passes: bool | None = None     # None: yes, except for after-optimizations dumps
+    run_reference_passes: bool = True       # a compiled reference runs the pipeline too; the
+                                            # interpreter runs the module as written
+    spec: ErrorSpec = field(default_factory=ErrorSpec)
+    iterations: int = 1
+    different_random_seeds: bool = False
+    print_literals: bool = False
+    use_large_float_range: bool = False
+    input_seed: int = DEFAULT_SEED          # seeds the fake-argument engine of each file
+    pipeline: Callable | None = None        # () -> Pass; None: hloc.passes.default_pipeline
+
+
+@dataclass
+class ReplayOutcome:
+    path: str
+    module: str = ""
+    ok: bool = True
+    failed_runs: int = 0
+    iterations: int = 0
+    mismatches: int = 0            # mismatching elements of the last failing run
+    elements: int = 0
+    test_s: float = 0.0
+    reference_s: float = 0.0
+    optimized: bool = False        # whether the test side ran the pipeline
+    notes: list[str] = field(default_factory=list)
+    message: str = ""              # first line of the first failure
+    arguments: list = field(default_factory=list)          # per iteration
+    test_values: list = field(default_factory=list)
+    reference_values: list = field(default_factory=list)
+
+
+def runner_name(backend: str) -> str:
+    """The platform name run_hlo_module prints for a back end (Host for XLA:CPU)."""
+    from .runner import get_backend
+    return {"cpu": "Host"}.get(backend) or get_backend(backend).runner_name or backend
+
+
+def clone_module(module, name: str = "<copy>"):
+    """An independent copy, through XLA's text (what any dump reader sees)."""
+    from .printer import module_to_text
+    from .syntax import parse_module
+    return parse_module(module_to_text(module), name)
+
+
+def is_after_optimizations(module, path: str = "") -> str | None:
+    """Why the module looks like an after-optimizations dump (None when it does not)."""
+    base = path.replace("\\", "/").rsplit("/", 1)[-1]
+    if "after_optimizations" in base:
+        return "its file name says after_optimizations"
+    if module.is_scheduled():
+        return "it is is_scheduled=true"
+    return None
+
+
+def optimized_copy(module, pipeline=None, *, force: bool = True, dumper=None):
+    """A copy of `module` after `pipeline` (default: hloc's default pipeline); error
+    locations in it refer to its printed text, named `<test module of NAME>`."""
+    from .passes import default_pipeline
+    from .passes.driver import optimize
+    copy = clone_module(module, f"<test module of {module.name}>")
+    optimize(copy, pipeline if pipeline is not None else default_pipeline(),
+             verify_each=False, force=force, dumper=dumper)
+    return copy
+
+
+def reference_skip_reason(module) -> str | None:
+    root = module.entry.root
+    if root.opcode == "custom-call":
+        return f"Skipping reference runner for a custom call {root.attrs.get('custom_call_target', '')}"
+    return None
+
+
+def run_side(module, args: list, backend: str, seed: int):
+    """(value, compile+run seconds, run seconds) of `module` on `backend`."""
+    from .runner import get_backend, run_module
+    impl = _as_given(get_backend(backend))
+    t0 = time.perf_counter()
+    result = _run_prepared(impl, module, args, seed) if impl is not None else \
+        run_module(module, args, backend=backend, seed=seed)
+    total = time.perf_counter() - t0
+    return result.value, total, (result.run_s[-1] if result.run_s else total)
+
+
+def _as_given(impl):
+    """A back end that optimises on its own (`opt` attribute) is told not to: replay
+    decides what the test side's module is."""
+    if not hasattr(impl, "opt"):
+        return None
+    import copy
+    plain = copy.copy(impl)
+    plain.opt = False
+    return plain
+
+
+def _run_prepared(impl, module, args, seed):
+    from .runner import RunResult
+    impl.load()
+    prepared = impl.prepare(module, seed=seed)
+    t0 = time.perf_counter()
+    value = impl.execute(prepared, list(args))
+    return RunResult(module.name, impl.name, module.entry.root.shape, value,
+                     run_s=[time.perf_counter() - t0])
+
+
+def _literal(shape, value) -> str:
+    from .runner import result_text
+    return result_text(shape, value)
+
+
+def replay_module(module, config: ReplayConfig, *, path: str = "", inputs: list | None = None,
+                  out: Callable[[str], None] = lambda s: None,
+                  err: Callable[[str], None] = lambda s: None, progress=None) -> ReplayOutcome:
+    """Run `module` as run_hlo_module runs one file; errors (HlocError) propagate."""
+    from .fake_args import make_fake_arguments
+    from .progress import NULL
+    from .runner import argument_text
+    progress = progress or NULL
+    outcome = ReplayOutcome(path=path, module=module.name, iterations=config.iterations)
+    out(f"\n ** Running {path or module.name}** ")
+    after = is_after_optimizations(module, path)
+    optimise = config.run_test_passes if config.run_test_passes is not None else after is None
+    if after is not None and config.run_test_passes is None:
+        outcome.notes.append(f"note: {path or module.name} is an after-optimizations dump "
+                             f"({after}); the test side runs it as it is "
+                             f"(--run_test_hlo_passes=true optimises it again)")
+    for note in outcome.notes:
+        err(note)
+    test_module = module
+    if optimise:
+        with progress.phase("passes"):
+            test_module = optimized_copy(module, config.pipeline and config.pipeline(),
+                                         force=config.run_test_passes is True)
+        outcome.optimized = True
+    else:
+        test_module = clone_module(module, f"<test module of {module.name}>")
+    ref_module = module
+    if config.reference_backend not in (None, "interpreter") and config.run_reference_passes \
+            and after is None:
+        with progress.phase("passes", "reference"):
+            ref_module = optimized_copy(module, config.pipeline and config.pipeline())
+    skip = reference_skip_reason(module) if config.reference_backend else None
+    test_name = runner_name(config.test_backend)
+    ref_name = runner_name(config.reference_backend) if config.reference_backend else ""
+    rng = np.random.default_rng(config.input_seed)
+    for i in range(config.iterations):
+        if config.iterations != 1:
+            err(f"\n=== Iteration {i + 1}")
+        if inputs is not None:
+            args = list(inputs)
+        else:
+            with progress.phase("fake arguments"):
+                args = make_fake_arguments(module, rng=rng,
+                                           use_large_float_range=config.use_large_float_range)
+        seed = i + 1 if config.different_random_seeds else DEFAULT_SEED
+        if config.print_literals:
+            out(argument_text(module, args))
+        err(f"Running HLO module with runner {test_name}...")
+        with progress.phase("run", f"test ({config.test_backend})"):
+            test_value, total, run_s = run_side(test_module, args, config.test_backend, seed)
+        outcome.test_s += total
+        err(f"... compiled and ran in {total:g}s.")
+        err(f"execution time for runner {test_name}: {run_s:g}s.")
+        if config.print_literals:
+            out(f"** Result with test runner {test_name} **\n"
+                f"{_literal(test_module.entry.root.shape, test_value)}")
+        ref_value = None
+        if not config.reference_backend:
+            err("Skipping reference runner")
+        elif skip:
+            err(skip)
+        else:
+            err(f"Running HLO module with runner {ref_name}...")
+            with progress.phase("run", f"reference ({config.reference_backend})"):
+                ref_value, total, run_s = run_side(ref_module, args, config.reference_backend,
+                                                  seed)
+            outcome.reference_s += total
+            err(f"... compiled and ran in {total:g}s.")
+            err(f"execution time for runner {ref_name}: {run_s:g}s.")
+            if config.print_literals:
+                out(f"** Result with reference runner {ref_name} **\n"
+                    f"{_literal(module.entry.root.shape, ref_value)}")
+        outcome.arguments.append(args)
+        outcome.test_values.append(test_value)
+        outcome.reference_values.append(ref_value)
+        if ref_value is not None:
+            result = compare_values(module, test_module, ref_value, test_value, config.spec)
+            outcome.elements = result.elements
+            if result.ok:
+                err(f"\n** Results on {test_name} and {ref_name} are close enough. **")
+            else:
+                outcome.failed_runs += 1
+                outcome.mismatches = result.mismatches
+                outcome.message = outcome.message or result.messages[0].split("\n")[0]
+                err(f"INVALID_ARGUMENT: {result.message}")
+    err(f"{outcome.failed_runs}/{config.iterations} runs failed.")
+    outcome.ok = outcome.failed_runs == 0
+    return outcome
+
+
+def compare_values(module, test_module, expected, actual, spec: ErrorSpec) -> CompareResult:
+    """Near(expected=reference, actual=test): shapes first (element type, dimensions,
+    tuple structure), then the elements."""
+    return near(expected, actual, spec)
+
+
+def error_outcome(path: str, error: HlocError) -> ReplayOutcome:
+    """The outcome of a file that could not be replayed (parse, verify, unsupported)."""
+    return ReplayOutcome(path=path, ok=False, failed_runs=0, message=error.render())
