@@ -2,7 +2,7 @@
 
 Layout (one job per module):
   registry.py     `@emits` / `@emits_kernel`: attach element generators / kernel emitters
-                  to the OpDefs (OpDef.emit), twin of the interpreter's `@evaluates`
+                  to the OpDefs through hloc.ops.facets, twin of the interpreter's `@evaluates`
   types.py        element types in LLVM: storage vs compute types, bf16/f16 by bits
   loops.py        `for_range` / `loop_nest`, Index (multi-index + physical linear offset)
   context.py      ModuleContext (llvm module, options, declarations) and KernelBuilder

@@ -92,7 +92,7 @@ def data_parallel(inst) -> bool:
     """Whether emit_kernel's kernel for `inst` honours its work-group arguments (the
     loop below); kernel emitters (scatter, sort, ...) write whole buffers themselves."""
     root = inst.attrs["calls"].root if inst.opcode == "fusion" else inst
-    emitter = root.opdef.emit
+    emitter = emitter_of(root.opdef)
     return not (emitter is not None and emitter.kind == KERNEL)
 
 
