@@ -46,9 +46,10 @@ def name_aliases(name: str) -> list[set[str]]:
     return [{name}, {base}, paths, {parts[-1]}]
 
 
-def _shape_text(value) -> str:
+def value_shape_text(value) -> str:
+    """`f32[2,3]`-style text for an input value (a tuple of them in parentheses)."""
     if isinstance(value, tuple):
-        return "(" + ", ".join(_shape_text(v) for v in value) + ")"
+        return "(" + ", ".join(value_shape_text(v) for v in value) + ")"
     arr = np.asarray(value)
     try:
         name = from_numpy(arr.dtype).name
@@ -62,8 +63,8 @@ def describe_parameters(params) -> str:
 
 
 def describe_values(inputs) -> str:
-    return ", ".join(f"{i.name if i.name is not None else i.label}: {_shape_text(i.value)}"
-                     for i in inputs)
+    return ", ".join(f"{i.name if i.name is not None else i.label}: "
+                     f"{value_shape_text(i.value)}" for i in inputs)
 
 
 def match_names(params, inputs, source: str) -> list:

@@ -13,7 +13,7 @@ import traceback
 
 import click
 
-from .diagnostics import HlocError, InputError
+from .diagnostics import HlocError
 
 
 class _Group(click.Group):
@@ -85,7 +85,7 @@ def main(debug, quiet):
               help="FILE is a dump directory: take the HLO file whose name contains TEXT.")
 def fmt(file, output, short, pick):
     """Print the module(s) in FILE as XLA prints them."""
-    from .cli_common import cli_progress, load_modules
+    from .cli_common import cli_progress, load_modules, write_text
     from .printer import PrintOptions, module_to_text
     opts = PrintOptions.short_parsable() if short else PrintOptions()
     progress = cli_progress()
@@ -95,14 +95,7 @@ def fmt(file, output, short, pick):
             text = "---\n".join(module_to_text(m, opts) for m in modules)
     finally:
         progress.close()
-    if output:
-        try:
-            with open(output, "w") as f:
-                f.write(text)
-        except OSError as e:
-            raise InputError(f"{output}: cannot write: {e.strerror}") from None
-    else:
-        click.echo(text, nl=False)
+    write_text(text, output)
 
 
 def _add_commands() -> None:

@@ -16,7 +16,20 @@ import click
 from .diagnostics import HlocError, InputError
 from .progress import NULL, Progress
 
-__all__ = ["load_modules", "cli_progress", "quiet"]
+__all__ = ["load_modules", "cli_progress", "quiet", "write_text"]
+
+
+def write_text(text: str, path: str | None) -> None:
+    """`text` to the file `path`, or to stdout when `path` is None (or empty); a file that
+    cannot be written is an input error (exit 2), not an internal one."""
+    if not path:
+        click.echo(text, nl=False)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise InputError(f"{path}: cannot write: {e.strerror}") from None
 
 
 def quiet() -> bool:

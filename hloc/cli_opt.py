@@ -8,7 +8,6 @@ import re
 
 import click
 
-from .diagnostics import HlocError, InputError
 
 _MODULE_ID = re.compile(r"(?:^|[/\\])module_(\d+)\.[^/\\]*$")
 
@@ -91,7 +90,7 @@ def opt(module, output, pipeline, passes, list_passes, disable_passes, enable_pa
     """
     import os
 
-    from .cli_common import cli_progress, load_modules
+    from .cli_common import cli_progress, load_modules, write_text
     from .xla_flags import pass_flags_from_env
     from .passes import list_passes as known_passes
     from .passes.driver import optimize
@@ -166,11 +165,4 @@ def opt(module, output, pipeline, passes, list_passes, disable_passes, enable_pa
     finally:
         progress.close()
     text = "---\n".join(outputs)
-    if output:
-        try:
-            with open(output, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise InputError(f"{output}: cannot write: {e.strerror}") from None
-    else:
-        click.echo(text, nl=False)
+    write_text(text, output)

@@ -6,7 +6,6 @@ print a results table (or `--json` lines), optionally in `--jobs N` processes.
 from __future__ import annotations
 
 import json
-import os
 
 import click
 
@@ -250,10 +249,7 @@ def write_literals(path, module, outcome) -> None:
             if value is not None:
                 for k, leaf in enumerate(flatten_leaves(value, shape)):
                     arrays[f"{pre}{side}.out{k}"] = leaf
-    try:
-        save_npz(path, arrays)
-    except OSError as e:
-        raise InputError(f"{os.fspath(path)}: cannot write: {e.strerror}") from None
+    save_npz(path, arrays)     # (raises InputError itself when the file cannot be written)
 
 
 def load_one(path, command, progress):

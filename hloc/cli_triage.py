@@ -9,7 +9,6 @@ import click
 
 from .cli_replay import (NUMERICS, backend_for_platform, configure_platforms,
                          default_test_platform, load_one)
-from .diagnostics import InputError
 
 
 @click.command("bisect")
@@ -41,7 +40,7 @@ def bisect_command(file, platform, numerics, inputs, abs_error_bound, rel_error_
     import difflib
 
     from .bisect import bisect
-    from .cli_common import cli_progress
+    from .cli_common import cli_progress, write_text
     from .compare import ErrorSpec
     from .fake_args import make_fake_arguments
     from .isolate import instruction_scores, score_table
@@ -65,15 +64,7 @@ def bisect_command(file, platform, numerics, inputs, abs_error_bound, rel_error_
                 else optimized_copy(module)
             scores = result.scores or instruction_scores(tested, args, test, spec,
                                                          progress=progress)
-            text = score_table(scores) + "\n"
-            if table_path == "-":
-                click.echo(text, nl=False)
-            else:
-                try:
-                    with open(table_path, "w") as f:
-                        f.write(text)
-                except OSError as e:
-                    raise InputError(f"{table_path}: cannot write: {e.strerror}") from None
+            write_text(score_table(scores) + "\n", None if table_path == "-" else table_path)
     finally:
         progress.close()
     click.echo(result.summary)
@@ -125,7 +116,7 @@ def reduce_command(file, command, mismatch, fails_with, platform, numerics, abs_
     Exit status: 0 reduced (or already minimal), 2 bad input or the predicate does not
     hold for FILE, 3 an unsupported operation.
     """
-    from .cli_common import cli_progress
+    from .cli_common import cli_progress, write_text
     from .compare import ErrorSpec
     from .printer import module_to_text
     from .reduce import (command_predicate, message_predicate, mismatch_predicate,
@@ -162,15 +153,5 @@ def reduce_command(file, command, mismatch, fails_with, platform, numerics, abs_
                f"instructions ({result.evaluations} predicate runs)", err=True)
     if output_inputs:
         from .inputs import save_npz
-        try:
-            save_npz(output_inputs, {f"in{i}": a for i, a in enumerate(result.arguments)})
-        except OSError as e:
-            raise InputError(f"{output_inputs}: cannot write: {e.strerror}") from None
-    if output:
-        try:
-            with open(output, "w") as f:
-                f.write(result.text)
-        except OSError as e:
-            raise InputError(f"{output}: cannot write: {e.strerror}") from None
-    else:
-        click.echo(result.text, nl=False)
+        save_npz(output_inputs, {f"in{i}": a for i, a in enumerate(result.arguments)})
+    write_text(result.text, output)

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from .binding import describe_parameters, describe_values, match_names
+from .binding import describe_parameters, describe_values, match_names, value_shape_text
 from .diagnostics import InputError
-from .ir.dtypes import from_numpy
 from .ir.literal import LiteralError
 from .syntax.literal_parser import parse_literal
 from .ir.shape import ArrayShape, ShapeSyntaxError, TupleShape, parse_shape_prefix
@@ -206,24 +205,14 @@ def _leaf_count(shape) -> int:
     return 0 if _is_token(shape) else 1
 
 
-def _human(value) -> str:
-    if isinstance(value, tuple):
-        return "(" + ", ".join(_human(v) for v in value) + ")"
-    arr = np.asarray(value)
-    try:
-        name = from_numpy(arr.dtype).name
-    except KeyError:
-        name = str(arr.dtype)
-    return f"{name}[{','.join(str(d) for d in arr.shape)}]"
-
-
 def _conform(value, shape, where: str, convert: bool):
     """`value` as the interpreter wants it for `shape`, or InputError."""
     from .interp.core import TOKEN
     if isinstance(shape, TupleShape):
         if not isinstance(value, (tuple, list)) or len(value) != len(shape.elements):
+            got = "a list" if isinstance(value, list) else value_shape_text(value)
             raise InputError(f"shape mismatch for {where}: module expects {shape.no_layout()}, "
-                             f"got {_human(value) if not isinstance(value, list) else 'a list'}")
+                             f"got {got}")
         return tuple(_conform(v, s, where, convert) for v, s in zip(value, shape.elements))
     if _is_token(shape):
         return TOKEN
@@ -242,14 +231,14 @@ def _conform(value, shape, where: str, convert: bool):
             arr = arr.view(dt.np)      # raw bits (ml_dtypes arrays saved with np.save)
         else:
             raise InputError(f"element type mismatch for {where}: module expects "
-                             f"{shape.no_layout()}, got {_human(arr)}")
+                             f"{shape.no_layout()}, got {value_shape_text(arr)}")
     dims = tuple(shape.dims)
     ok = arr.ndim == len(dims) and all(
         a == d or (shape.is_dynamic_dim(i) and (d < 0 or a <= d))
         for i, (a, d) in enumerate(zip(arr.shape, dims)))
     if not ok:
         raise InputError(f"shape mismatch for {where}: module expects {shape.no_layout()}, "
-                         f"got {_human(arr)}")
+                         f"got {value_shape_text(arr)}")
     return arr
 
 

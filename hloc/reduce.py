@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .diagnostics import HlocError
+from .ir.graph import remove_unreachable_computations
 
 __all__ = ["reduce_module", "ReduceResult", "instruction_count", "mismatch_predicate",
            "message_predicate", "command_predicate"]
@@ -63,18 +64,6 @@ def instruction_count(module) -> int:
     return sum(len(c.instructions) for c in module.computations)
 
 
-def _reachable_computations(module) -> set:
-    seen, stack = set(), [module.entry]
-    while stack:
-        comp = stack.pop()
-        if id(comp) in seen:
-            continue
-        seen.add(id(comp))
-        for inst in comp.instructions:
-            stack.extend(inst.called_computations())
-    return seen
-
-
 def _clean(module) -> None:
     """Dead ENTRY code, unused parameters and computations, stale header attributes."""
     entry = module.entry
@@ -97,10 +86,7 @@ def _clean(module) -> None:
         p = entry.parameters[n]
         if not p.users and p is not entry.root:
             entry.remove_parameter(n)
-    keep = _reachable_computations(module)
-    for comp in list(module.computations):
-        if id(comp) not in keep:
-            module.remove_computation(comp)
+    remove_unreachable_computations(module)
     for key in _STALE_HEADER:
         module.attrs.pop(key, None)
 
