@@ -11,7 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from .loops import Index, for_range, i64
+from .loops import Index, clamp_i64, for_range, i64
 from .reductions import inline_computation
 from .registry import emits, emits_kernel
 from .types import I1, I64, storage_type, store_elem
@@ -35,11 +35,6 @@ def _index_vector(b, gen, ishape, batch, ivd, count):
     return out
 
 
-def _clamp(b, v, lo, hi):
-    v = b.select(b.icmp_signed("<", v, i64(lo)), i64(lo), v)
-    return b.select(b.icmp_signed(">", v, i64(hi)), i64(hi), v)
-
-
 @emits("gather")
 def _emit_gather(kb, inst, ops, index):
     a = inst.attrs
@@ -57,10 +52,10 @@ def _emit_gather(kb, inst, ops, index):
     starts = _index_vector(b, ops[1], ishape, batch, ivd, len(start_map))
     start = [i64(0)] * op.rank
     for k, d in enumerate(start_map):
-        start[d] = _clamp(b, starts[k], 0, max(op.dims[d] - sizes[d], 0))
+        start[d] = clamp_i64(b, starts[k], 0, max(op.dims[d] - sizes[d], 0))
     idims = [d for d in range(ishape.rank) if d != ivd]          # batch coordinates
     for od, idim in zip(obatch, ibatch):
-        start[od] = _clamp(b, batch[idims.index(idim)], 0, op.dims[od] - 1)
+        start[od] = clamp_i64(b, batch[idims.index(idim)], 0, op.dims[od] - 1)
     window_dims = [d for d in range(op.rank) if d not in collapsed and d not in obatch]
     multi = list(start)
     for j, d in enumerate(window_dims):

@@ -22,6 +22,12 @@ def i64(v: int) -> ir.Constant:
     return ir.Constant(I64, int(v))
 
 
+def clamp_i64(b: ir.IRBuilder, v, lo: int, hi: int):
+    """`v` (i64) clamped into [lo, hi] with selects (no branches, nothing undefined)."""
+    v = b.select(b.icmp_signed("<", v, i64(lo)), i64(lo), v)
+    return b.select(b.icmp_signed(">", v, i64(hi)), i64(hi), v)
+
+
 @contextmanager
 def for_range(b: ir.IRBuilder, start, stop, name: str = "i"):
     """`for (i = start; i < stop; ++i) { body }`; yields i (i64)."""

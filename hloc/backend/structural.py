@@ -15,7 +15,7 @@ from llvmlite import ir
 from ..interp.core import unsupported
 from ..ir.shape import ArrayShape
 from .conversions import convert_value
-from .loops import Index, i64, is_default_layout, minor_to_major
+from .loops import Index, clamp_i64, i64, is_default_layout, minor_to_major
 from .registry import emits
 from .types import I64, const, load_elem
 from .elementwise import select_value
@@ -105,7 +105,6 @@ def _emit_bitcast(kb, inst, ops, index):
     if op.dtype.np.itemsize != inst.shape.dtype.np.itemsize or "complex" in (op.dtype.kind, inst.shape.dtype.kind):
         raise unsupported(inst, "bitcast between element types of different sizes in the "
                                 "compiled back end")
-    from .conversions import _bits, _from_bits
     from .types import to_storage, from_storage, storage_type
     raw = to_storage(index.b, op.dtype, v)
     st = storage_type(inst.shape.dtype)
@@ -165,11 +164,6 @@ def _emit_slice(kb, inst, ops, index):
     return ops[0](_sub(index, op, multi))
 
 
-def _clamp(b, v, lo, hi):
-    v = b.select(b.icmp_signed("<", v, i64(lo)), i64(lo), v)
-    return b.select(b.icmp_signed(">", v, i64(hi)), i64(hi), v)
-
-
 @emits("concatenate")
 def _emit_concatenate(kb, inst, ops, index):
     b = index.b
@@ -180,7 +174,7 @@ def _emit_concatenate(kb, inst, ops, index):
         n = operand.shape.dims[dim]
         if n == 0:
             continue
-        local = _clamp(b, b.sub(m, i64(offset)), 0, n - 1)
+        local = clamp_i64(b, b.sub(m, i64(offset)), 0, n - 1)
         multi = list(index.multi)
         multi[dim] = local
         v = ops[k](_sub(index, operand.shape, multi))
@@ -208,7 +202,7 @@ def _emit_pad(kb, inst, ops, index):
         if step != 1:
             ok = b.and_(ok, b.icmp_signed("==", b.srem(p, i64(step)), i64(0)))
         inside = b.and_(inside, ok)
-        multi.append(_clamp(b, q, 0, max(n - 1, 0)))
+        multi.append(clamp_i64(b, q, 0, max(n - 1, 0)))
     if op.size == 0:
         return pad_value
     v = ops[0](_sub(index, op, multi))
@@ -228,7 +222,7 @@ def _start(kb, inst, ops, k, limit):
         if sdt.bits == 64:       # u64 above INT64_MAX counts as large, not negative
             v = b.select(b.icmp_signed("<", v, i64(0)), i64(limit), v)
     _ = DTYPES
-    return _clamp(b, v, 0, max(limit, 0))
+    return clamp_i64(b, v, 0, max(limit, 0))
 
 
 @emits("dynamic-slice")
@@ -256,7 +250,7 @@ def _emit_dynamic_update_slice(kb, inst, ops, index):
         local = b.sub(m, s)
         inside = b.and_(inside, b.and_(b.icmp_signed(">=", local, i64(0)),
                                        b.icmp_signed("<", local, i64(up.dims[d]))))
-        multi.append(_clamp(b, local, 0, max(up.dims[d] - 1, 0)))
+        multi.append(clamp_i64(b, local, 0, max(up.dims[d] - 1, 0)))
     base = ops[0](index if index.shape.dims == op.dims else _sub(index, op, index.multi))
     if up.size == 0:
         return base

@@ -61,7 +61,7 @@ def _mesh_groups(v: MeshGroups) -> tuple[tuple[int, ...], ...]:
     sizes = [s for _, s in v.axes]
     ids = np.arange(math.prod(sizes)) if v.device_ids is None else np.array(v.device_ids)
     # Split every mesh axis into the pieces its grouped sub-axes need (ComputeReindexedAxes).
-    dims, grouped_dims, offset = [], {}, 0
+    dims, grouped_dims = [], {}
     for a, size in enumerate(sizes):
         parts = sorted((g for g in v.grouped if g[0] == a), key=lambda g: g[1])
         if not parts:
