@@ -25,6 +25,8 @@ Layout (one job per module):
   blas.py         large dots as cblas_?gemm calls (NumPy's bundled OpenBLAS)
   parallel.py     work groups per kernel and the emitted pthread runtime that splits them
   runtime.py      the allowlist of native symbols and the object-file check
+  collective_calls.py  collectives / replica-id / partition-id as device-runtime calls
+  device_runtime.py    N devices as threads meeting at collectives (DeviceExecutable)
   jit.py          lowering, new-PM optimisation, object emission, MCJIT loading
   cache.py        the on-disk object cache
   executable.py   Executable: NumPy arguments/results bound to the native entry
@@ -44,7 +46,9 @@ def compile_module(module, *, numerics: str = "xla-cpu", cache_dir=None,
                    opt_level: int = 3, threads: int | None = None) -> Executable:
     """Compile `module` (as it is: run passes before if wanted) into an Executable whose
     large kernels use `threads` threads (None: the cores the process may use)."""
-    return Executable(module, Options(numerics, opt_level), cache_dir, threads)
+    from .device_runtime import DeviceExecutable, needs_devices
+    cls = DeviceExecutable if needs_devices(module) else Executable
+    return cls(module, Options(numerics, opt_level), cache_dir, threads)
 
 
 def emit_llvm(module, *, numerics: str = "xla-cpu", optimized: bool = True,
