@@ -27,6 +27,7 @@ Layout (one job per module):
   runtime.py      the allowlist of native symbols and the object-file check
   collective_calls.py  collectives / replica-id / partition-id as device-runtime calls
   device_runtime.py    N devices as threads meeting at collectives (DeviceExecutable)
+  global_view.py  xla.sdy.FuncResultSharding (an annotation) in global-view dumps
   jit.py          lowering, new-PM optimisation, object emission, MCJIT loading
   cache.py        the on-disk object cache
   executable.py   Executable: NumPy arguments/results bound to the native entry
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 from . import (conversions, convolution, custom_calls, elementwise, fft,  # noqa: F401
                indexing, linalg, reductions, rng, sorting, structural, windows)
+from . import global_view  # noqa: F401,E402  (sharding annotations of global-view dumps)
 from .context import Options
 from .executable import Executable
 from .jit import lower, optimize
