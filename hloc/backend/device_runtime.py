@@ -28,6 +28,7 @@ import threading
 
 import numpy as np
 
+from ..interp.devices import Rendezvous
 from .collective_calls import ABORT, SYMBOL, device_table
 from .executable import Executable, _physical
 from .loops import minor_to_major
@@ -112,8 +113,8 @@ class _DeviceCall:
             self.error = error
         self.exe.abort()
         rv = self.interp.device.rendezvous
-        if rv is not None:
-            rv.finish(self.interp.device.id, error)
+        if isinstance(rv, Rendezvous):        # in process: peers stop waiting at once
+            rv.finish(self.interp.device.id, error)   # (under MPI the job is aborted)
 
 
 def _collective(index: int, leaves: int) -> int:
