@@ -16,13 +16,16 @@ leaves back in their physical layouts.
 Why threads that meet rather than lockstep: the native code of one device runs to its
 next collective without any scheduler (while loops and conditionals stay in LLVM); the
 ctypes call releases the GIL, so devices compute in parallel, and a device waiting at
-a rendezvous holds no core. The kernels' own work-group threads are divided among the
-devices (threads // devices each), so devices and kernels do not oversubscribe the
-cores together. A failing device ends the run: its peers stop at their collectives,
+a rendezvous holds no core. The kernels' own work-group threads and OpenBLAS's threads
+(large dots) are divided among the devices (threads // devices each) for the run, so
+devices, kernels and BLAS do not oversubscribe the cores together (OpenBLAS's spinning
+workers called from 4 device threads on 2 cores made a 20-step data-parallel loop 30x
+slower). A failing device ends the run: its peers stop at their collectives,
 every while loop stops (the module's abort flag), and the first real error is raised.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 
@@ -176,6 +179,25 @@ class DeviceExecutable(Executable):
             return self.run_on(Interpreter(self.module, seed=seed), args)
 
 
+@contextlib.contextmanager
+def _blas_threads(k: int):
+    """OpenBLAS (NumPy's bundled copy, the one compiled dots call) on `k` threads."""
+    from . import runtime
+    lib = runtime.openblas()
+    get = getattr(lib, "scipy_openblas_get_num_threads64_", None)
+    put = getattr(lib, "scipy_openblas_set_num_threads64_", None)
+    if get is None or put is None:
+        yield
+        return
+    get.restype, put.argtypes = ctypes.c_int, [ctypes.c_int]
+    old = get()
+    put(k)
+    try:
+        yield
+    finally:
+        put(old)
+
+
 def run_devices(exe: Executable, args_per_device: list[list], *, seed: int = 42) -> list:
     """Run compiled `exe` on every device of its module (one argument list each); the
     results, one per device (hloc.interp.devices.run_devices' contract)."""
@@ -187,8 +209,9 @@ def run_devices(exe: Executable, args_per_device: list[list], *, seed: int = 42)
                           f"(replica_count={R} x num_partitions={P})")
     threads = exe.threads
     lock = getattr(exe, "_runs", None) or threading.Lock()
-    with lock:
-        exe.set_threads(max(1, threads // (R * P)))
+    share = max(1, threads // (R * P))
+    with lock, _blas_threads(share):
+        exe.set_threads(share)
         try:
             if isinstance(exe, DeviceExecutable):
                 exe._reset()
