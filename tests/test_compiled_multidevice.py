@@ -277,25 +277,45 @@ def test_run_cli_compiled_per_device(tmp_path):
         np.testing.assert_allclose(got, w, **TOL)
 
 
-# Global views: sharding annotations compile; manual regions (shard_map / pmap bodies)
-# are not compiled and say so.
-GLOBAL_COMPILED = {"dp_mlp_step", "mesh2d_matmul", "fsdp_layer"}
-
-
+# Global views: sharding annotations are copies; manual regions (shard_map / pmap bodies)
+# run as an SPMD program on the mesh's devices (every device computes the global values,
+# the body runs on its block, LocalToGlobalShape gathers the blocks).
 @pytest.mark.parametrize("name", PROGRAMS)
-def test_before_dump_compiled_gives_jax_global_outputs_or_names_the_manual_region(name):
+def test_before_dump_compiled_gives_jax_global_outputs_and_the_interpreters(name):
     from hloc.cli_backend import prepare_for_cpu
     m = hloc.parse((MD / f"{name}.before_optimizations.hlo").read_text())
     ins, outs = _npz(MD / f"{name}.npz")
-    try:
-        exe = compile_module(prepare_for_cpu(m, None))
-    except UnsupportedError as e:
-        assert name not in GLOBAL_COMPILED
-        assert "xla.sdy.GlobalToLocalShape" in str(e)
-        return
-    assert name in GLOBAL_COMPILED
-    for g, want in zip(flatten_leaves(exe.run(ins), m.entry.root.shape), outs):
-        np.testing.assert_allclose(g, want, **TOL)
+    want = flatten_leaves(Interpreter(m).run(ins), m.entry.root.shape)
+    exe = compile_module(prepare_for_cpu(m, None), numerics="ieee")
+    got = flatten_leaves(exe.run(ins), m.entry.root.shape)
+    for g, j, i in zip(got, outs, want):
+        np.testing.assert_allclose(g, j, **TOL)
+        np.testing.assert_allclose(g, i, rtol=1e-6, atol=1e-7)
+
+
+REGION = r"""HloModule m, num_partitions=2, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["x"=2]>}}
+body { a = f32[1,2] parameter(0)
+  ROOT n = f32[1,2] negate(a) }
+ENTRY e { x = f32[2,2] parameter(0)
+  l = f32[1,2] custom-call(x), custom_call_target="xla.sdy.GlobalToLocalShape", custom_call_has_side_effect=true, frontend_attributes={xla.sdy.in_shardings="#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {}]>]>",xla.sdy.manual_axes="#sdy<manual_axes{\"x\"}>"}
+  r = f32[1,2] call(l), to_apply=body
+  g = f32[2,2] custom-call(r), custom_call_target="xla.sdy.LocalToGlobalShape", custom_call_has_side_effect=true, frontend_attributes={xla.sdy.manual_axes="#sdy<manual_axes{\"x\"}>",xla.sdy.out_shardings="#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {}]>]>"}
+  ROOT t = (f32[2,2]) tuple(g) }"""
+
+
+def test_compiled_manual_region_and_a_per_shard_value_used_outside():
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    m = hloc.parse(REGION)
+    (g,) = compile_module(m).run([x])
+    assert g.tolist() == (-x).tolist()
+    bad = hloc.parse(REGION.replace("ROOT t = (f32[2,2]) tuple(g)",
+                                    "ROOT t = (f32[2,2], f32[1,2]) tuple(g, r)"))
+    with pytest.raises(UnsupportedError, match="per-shard value of a manual region used by "
+                                               "tuple outside the region"):
+        Interpreter(bad).run([x])
+    with pytest.raises(UnsupportedError, match="per-shard value of a manual region used by "
+                                               "tuple outside the region"):
+        compile_module(bad).run([x])
 
 
 def test_replay_compares_per_device(tmp_path):

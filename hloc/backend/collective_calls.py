@@ -2,8 +2,9 @@
 
 Every collective (the ops with the COLLECTIVE trait: all-reduce, all-gather,
 reduce-scatter, all-to-all, ragged-all-to-all, collective-permute, collective-broadcast
-and their -start/-done halves), `replica-id`, `partition-id`, and an async-start /
--update / -done wrapping a computation that holds one, is emitted as
+and their -start/-done halves), `replica-id`, `partition-id`, an async-start / -update /
+-done wrapping a computation that holds one, and a global view's manual-region
+boundaries (`xla.sdy.GlobalToLocalShape` / `LocalToGlobalShape` custom-calls) is emitted as
 
     i32 @hloc_collective(i64 index, ptr leaves)
 
@@ -29,6 +30,8 @@ from .types import I8, I32, I64, PTR
 SYMBOL = "hloc_collective"
 ABORT = "hloc_device_abort"
 _DEVICE_IDS = frozenset({"replica-id", "partition-id"})
+# A global view's manual-region boundaries: one device's block in, every device's out.
+MANUAL_TARGETS = frozenset({"xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"})
 _ASYNC = frozenset({"async-start", "async-update", "async-done"})
 
 
@@ -49,11 +52,17 @@ def is_device_op(inst) -> bool:
     """Whether `inst` runs through the device runtime."""
     if COLLECTIVE in inst.opdef.traits or inst.opcode in _DEVICE_IDS:
         return True
+    if is_manual_boundary(inst):
+        return True
     if inst.opcode in _ASYNC:
         comp = wrapped(inst)
         return comp is not None and any(COLLECTIVE in i.opdef.traits or i.opcode in _DEVICE_IDS
                                         for i in comp.instructions)
     return False
+
+
+def is_manual_boundary(inst) -> bool:
+    return inst.opcode == "custom-call" and inst.attrs.get("custom_call_target") in MANUAL_TARGETS
 
 
 def device_table(module) -> list:

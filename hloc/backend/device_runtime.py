@@ -3,8 +3,8 @@
 A module with `replica_count` R and `num_partitions` P is compiled once, as the one SPMD
 program every device runs; `run_devices` calls it from R*P threads (device d = replica
 d // P, partition d % P, as hloc.interp.devices). The computation between collectives is
-native code; each collective, replica-id / partition-id and async wrapper of one is a
-call of `hloc_collective(index, leaves)` (hloc.backend.collective_calls), whose address
+native code; each collective, replica-id / partition-id, async wrapper of one and
+manual-region boundary of a global view (see `DeviceExecutable.run`) is a call of `hloc_collective(index, leaves)` (hloc.backend.collective_calls), whose address
 is a ctypes callback registered under that fixed name on the runtime allowlist
 (hloc.backend.runtime) — nothing the dump names is ever looked up. The callback finds
 its device by a thread-local set before the native call, copies the operand leaves out
@@ -32,13 +32,16 @@ import threading
 import numpy as np
 
 from ..interp.devices import Rendezvous
-from .collective_calls import ABORT, SYMBOL, device_table
+from ..interp.manual import device_block, gather_blocks
+from .collective_calls import ABORT, SYMBOL, device_table, is_manual_boundary
 from .executable import Executable, _physical
 from .loops import minor_to_major
 
 __all__ = ["DeviceExecutable", "needs_devices", "run_devices", "native_entries"]
 
 _tls = threading.local()
+_MANUAL = {"xla.sdy.GlobalToLocalShape": device_block,
+           "xla.sdy.LocalToGlobalShape": gather_blocks}
 
 
 def needs_devices(module) -> bool:
@@ -96,7 +99,8 @@ class _DeviceCall:
         ptrs = (ctypes.c_void_p * max(len(shapes), 1)).from_address(leaves)
         it = iter(_read(ptrs[k], s) for k, s in enumerate(shapes))
         operands = [_build(o.shape, it) for o in inst.operands]
-        fn = EVALUATIONS.get(inst.opdef.name) or facets.get("evaluate", inst.opdef.name)
+        fn = _MANUAL.get(inst.attrs.get("custom_call_target")) if is_manual_boundary(inst) \
+            else EVALUATIONS.get(inst.opdef.name) or facets.get("evaluate", inst.opdef.name)
         if fn is None:
             raise unsupported(inst, f"opcode {inst.opcode} in the device runtime")
         with np.errstate(all="ignore"):
@@ -172,8 +176,17 @@ class DeviceExecutable(Executable):
 
     def run(self, args: list, *, seed: int = 42):
         """One device alone (replica 0, partition 0): collectives whose groups hold only
-        it run; the others are `unsupported`, naming how many devices they need."""
+        it run; the others are `unsupported`, naming how many devices they need. A global
+        view with manual regions runs as an SPMD program on its replica_count x
+        num_partitions devices, every device given `args` (the global arguments): outside
+        the regions every device computes the global values, a region's body runs on each
+        device's block, and LocalToGlobalShape gathers the blocks; device 0's result is
+        the global result."""
         from ..interp.core import Interpreter
+        if any(is_manual_boundary(i) for i in self.table):
+            from ..interp.devices import device_count
+            R, P = device_count(self.module)
+            return run_devices(self, [list(args)] * (R * P), seed=seed)[0]
         with self._runs:
             self._reset()
             return self.run_on(Interpreter(self.module, seed=seed), args)

@@ -4,8 +4,8 @@ A sharded `jit` dumped before partitioning carries `xla.sdy.FuncResultSharding` 
 results; like `Sharding` (hloc.backend.custom_calls) it only annotates, so compiled code
 copies its operand, as the interpreter does (hloc.interp.manual). Manual regions
 (`xla.sdy.GlobalToLocalShape` ... `LocalToGlobalShape`, the bodies of shard_map and pmap)
-are not compiled: their custom-calls stay `unsupported` in the compiled back end, named,
-and `--backend interpreter` runs them per shard.
+run as an SPMD program on the module's devices: their boundaries are device-runtime
+calls (hloc.backend.collective_calls, device_runtime.DeviceExecutable.run).
 """
 from __future__ import annotations
 
