@@ -24,7 +24,7 @@ from hloc.diagnostics import UnsupportedError
 from hloc.inputs import flatten_leaves
 from hloc.interp import Interpreter
 from hloc.interp.devices import DeviceError, run_devices as interp_run_devices
-from corpus import TESTDATA, XLA, needs_corpus, xla_manifest
+from corpus import TESTDATA, XLA, needs_corpus
 
 MD = TESTDATA / "multidevice"
 PROGRAMS = ["pmap_collectives", "shard_map_collectives", "dp_mlp_step", "mesh2d_matmul",
@@ -207,16 +207,8 @@ def test_a_device_leaving_a_loop_early_ends_the_run_instead_of_hanging():
 
 
 def test_devices_that_do_not_meet_in_a_conditional_fail():
-    m = hloc.parse(f"""HloModule m, num_partitions=2
-{ADD}t {{ a = f32[2] parameter(0)
- ROOT r = f32[2] all-reduce(a), channel_id=1, replica_groups={{{{0,1}}}},
-   use_global_device_ids=true, to_apply=add }}
-f {{ ROOT a = f32[2] parameter(0) }}
-ENTRY e {{ x = f32[2] parameter(0)
- p = u32[] partition-id()
- z = u32[] constant(0)
- c = pred[] compare(p, z), direction=EQ
- ROOT r = f32[2] conditional(c, x, x), true_computation=t, false_computation=f }}""")
+    from test_multidevice import NOT_MEETING
+    m = hloc.parse(NOT_MEETING)
     exe = compile_module(m)
     msg = _no_hang(lambda: run_devices(exe, [[np.zeros(2, np.float32)]] * 2))
     assert "finished without reaching all-reduce" in msg
@@ -346,36 +338,16 @@ def test_replay_compares_per_device(tmp_path):
 # ---------------------------------------------------------------------------
 # XLA's multi-device corpus modules, compiled
 
-def _corpus_multi_device() -> list[str]:
-    import re
-    out = []
-    for row in xla_manifest():
-        head = next((ln for ln in (XLA / row["file"]).read_text().splitlines()
-                     if "HloModule" in ln), "")
-        counts = [int(c) for c in re.findall(r"(?:replica_count|num_partitions)=(\d+)", head)]
-        if row["expect"] == "parse_ok" and any(c > 1 for c in counts):
-            out.append(row["file"])
-    return out
-
-
-# Not run compiled, as on the interpreter (test_multidevice.NOT_RUN, with its reasons).
-CORPUS_NOT_RUN = {
-    "0139_raggedalltoallwithreplicagroups.hlo", "0140_raggedalltoallwithcollectivedevicelist.hlo",
-    "0141_raggedalltoall.hlo", "0145_collectivepermuteinplaceupdate.hlo",
-    "0146_collectivepermuteinplaceupdate3d.hlo",
-    "0147_collectivepermuteinplaceupdatemultiplereadwrite.hlo",
-    "0148_collectivepermuteinplaceupdatetuplemultiplereadw.hlo",
-    "0149_collectivepermutetupleinplaceupdate.hlo",
-    "0152_collectivepermutestartanddoneinplaceupdate.hlo",
-}
+# Not run compiled, as on the interpreter (with the reasons in test_multidevice.NOT_RUN).
+from test_multidevice import NOT_RUN as CORPUS_NOT_RUN, _multi_device_files  # noqa: E402
 
 
 @needs_corpus
 def test_corpus_multi_device_modules_compiled_give_the_interpreters_values():
     from hloc import multidevice as md
     from hloc.fake_args import make_fake_arguments
-    ok, failed = [], []
-    for name in _corpus_multi_device():
+    ok, failed = [], {}
+    for name in _multi_device_files():
         m = hloc.parse((XLA / name).read_text())
         n = md.device_plan(m, None)
         args = (md.fake_per_device(m, n, seed=1, use_large_float_range=False) if n > 1
@@ -383,15 +355,17 @@ def test_corpus_multi_device_modules_compiled_give_the_interpreters_values():
         try:
             exe = compile_module(m, numerics="ieee")
             got = run_devices(exe, args) if n > 1 else [exe.run(args[0])]
-        except UnsupportedError:
-            failed.append(name)
+        except UnsupportedError as e:
+            failed[name] = str(e)
             continue
         want = interp_run_devices(m, args) if n > 1 else [Interpreter(m).run(args[0])]
         for g, w in zip(_leaves(m, got), _leaves(m, want)):
             assert all(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
                        for a, b in zip(g, w)), name
         ok.append(name)
-    assert set(failed) == CORPUS_NOT_RUN, sorted(set(failed) ^ CORPUS_NOT_RUN)
+    assert set(failed) == set(CORPUS_NOT_RUN), sorted(set(failed) ^ set(CORPUS_NOT_RUN))
+    for name, why in CORPUS_NOT_RUN.items():
+        assert why in failed[name], (name, failed[name])
     assert len(ok) == 17
 
 

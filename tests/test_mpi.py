@@ -65,18 +65,7 @@ def test_mpirun_with_the_wrong_process_count_fails_without_hanging():
 
 
 def test_ranks_that_do_not_meet_fail_without_hanging(tmp_path):
-    add = "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT c = f32[] add(a, b) }"
-    text = f"""HloModule m, num_partitions=2
-{add}
-t {{ a = f32[2] parameter(0)
- ROOT r = f32[2] all-reduce(a), channel_id=1, replica_groups={{{{0,1}}}},
-   use_global_device_ids=true, to_apply=add }}
-f {{ ROOT a = f32[2] parameter(0) }}
-ENTRY e {{ x = f32[2] parameter(0)
- p = u32[] partition-id()
- z = u32[] constant(0)
- c = pred[] compare(p, z), direction=EQ
- ROOT r = f32[2] conditional(c, x, x), true_computation=t, false_computation=f }}"""
+    from test_multidevice import NOT_MEETING as text
     f = tmp_path / "m.hlo"
     f.write_text(text)
     r = _mpirun(2, [str(f)])
