@@ -79,6 +79,7 @@ class CallGraph:
             c: CallGraphNode(c) for c in module.computations}
         for comp in module.computations:
             node = self.nodes[comp]
+            callees: dict = {}
             for inst in comp.instructions:
                 called = inst.called_computations()
                 if not called:
@@ -88,14 +89,15 @@ class CallGraph:
                 node.callsites.append(site)
                 node._site_of[inst] = site
                 for callee in called:
-                    if callee not in node.callees:
-                        node.callees.append(callee)
+                    callees[callee] = None
                     target = self.nodes.get(callee)
                     if target is None:           # a computation outside the module
                         target = self.nodes[callee] = CallGraphNode(callee)
                     target.caller_callsites.append(site)
-                    if comp not in target.callers:
-                        target.callers.append(comp)
+                    if not target.callers or target.callers[-1] is not comp:
+                        if comp not in target.callers:
+                            target.callers.append(comp)
+            node.callees = list(callees)
         self._set_contexts()
         self._set_depths()
 
