@@ -9,7 +9,8 @@ control-flow site, the calling computation's own context; computations nobody ca
 kControlFlow, and a computation reached both ways is kBoth (SetCallContexts). Depth is
 the longest call chain from an uncalled computation (SetNodeDepths). `is_flattened` is
 CallGraph::IsFlattened: every kControlFlow computation has one caller call site and none
-is kBoth.
+is kBoth. Contexts and depths are worked out on first use (a verifier that only needs
+callers does not pay for them).
 """
 from __future__ import annotations
 
@@ -75,10 +76,11 @@ class CallGraph:
 
     def __init__(self, module: Module):
         self.module = module
-        self.nodes: dict[Computation, CallGraphNode] = {
+        self._analysed = False
+        self._nodes: dict[Computation, CallGraphNode] = {
             c: CallGraphNode(c) for c in module.computations}
         for comp in module.computations:
-            node = self.nodes[comp]
+            node = self._nodes[comp]
             callees: dict = {}
             for inst in comp.instructions:
                 called = inst.called_computations()
@@ -90,16 +92,27 @@ class CallGraph:
                 node._site_of[inst] = site
                 for callee in called:
                     callees[callee] = None
-                    target = self.nodes.get(callee)
+                    target = self._nodes.get(callee)
                     if target is None:           # a computation outside the module
-                        target = self.nodes[callee] = CallGraphNode(callee)
+                        target = self._nodes[callee] = CallGraphNode(callee)
                     target.caller_callsites.append(site)
                     if not target.callers or target.callers[-1] is not comp:
                         if comp not in target.callers:
                             target.callers.append(comp)
             node.callees = list(callees)
-        self._set_contexts()
-        self._set_depths()
+
+    @property
+    def nodes(self) -> dict:
+        """computation -> CallGraphNode, contexts and depths set."""
+        if not self._analysed:
+            self._analysed = True
+            self._set_contexts()
+            self._set_depths()
+        return self._nodes
+
+    def computations(self) -> list[Computation]:
+        """The module's computations, then any called computation outside it."""
+        return list(self._nodes)
 
     def node(self, comp: Computation) -> CallGraphNode:
         return self.nodes[comp]
@@ -109,7 +122,8 @@ class CallGraph:
 
     def caller_instructions(self, comp: Computation) -> list[Instruction]:
         """The instructions calling `comp`, once per call (module order)."""
-        return [s.instruction for s in self.nodes[comp].caller_callsites]
+        node = self._nodes.get(comp)
+        return [s.instruction for s in node.caller_callsites] if node is not None else []
 
     def computations_in(self, *contexts: str) -> set:
         """The computations whose context is one of `contexts`."""
@@ -125,7 +139,7 @@ class CallGraph:
 
     def _set_contexts(self) -> None:
         work = deque()
-        for node in self.nodes.values():
+        for node in self._nodes.values():
             if not node.callers:
                 node.context = CONTROL_FLOW
                 work.append(node)
@@ -134,7 +148,7 @@ class CallGraph:
             for site in node.callsites:
                 add = EMBEDDED if site.context == EMBEDDED else node.context
                 for callee in site.called_computations:
-                    target = self.nodes[callee]
+                    target = self._nodes[callee]
                     new = union_contexts(add, target.context)
                     if new != target.context:
                         target.context = new
@@ -143,12 +157,12 @@ class CallGraph:
     def _set_depths(self) -> None:
         """Longest call chain from an uncalled computation; a call cycle (invalid HLO)
         stops growing once every node has been raised len(nodes) times."""
-        limit = len(self.nodes)
-        work = deque(n for n in self.nodes.values() if not n.callers)
+        limit = len(self._nodes)
+        work = deque(n for n in self._nodes.values() if not n.callers)
         while work:
             node = work.popleft()
             for callee in node.callees:
-                target = self.nodes[callee]
+                target = self._nodes[callee]
                 if target.depth < node.depth + 1 and node.depth < limit:
                     target.depth = node.depth + 1
                     work.append(target)

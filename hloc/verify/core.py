@@ -100,9 +100,10 @@ class Context:
         self.num_partitions = opts.num_partitions or attrs.get("num_partitions") or 1
         self.call_graph = CallGraph(module)
         self.callers: dict[Computation, list[Instruction]] = defaultdict(list)
-        for comp, node in self.call_graph.nodes.items():
-            if node.caller_callsites:
-                self.callers[comp] = [s.instruction for s in node.caller_callsites]
+        for comp in self.call_graph.computations():
+            sites = self.call_graph.caller_instructions(comp)
+            if sites:
+                self.callers[comp] = sites
         self.fused = {c for c, insts in self.callers.items()
                       if any(i.opcode == "fusion" for i in insts)}
         self.async_comps = {c for c, insts in self.callers.items()
