@@ -22,8 +22,9 @@ Layers, bottom-up (tests/test_layering.py reads the imports and holds them to th
    hloc.diagnostics; they import nothing above them.
 2. the registry: hloc.ops (OpDef rows, traits, shape rules; executor facets attach
    through hloc.ops.facets); imports only value types.
-3. the graph: hloc.ir.module, .graph, .clone, .rewriter (instructions, computations, modules and
-   every edit of them); may ask the registry (e.g. whether an op has side effects).
+3. the graph: hloc.ir.module, .graph, .clone, .rewriter, .call_graph (instructions,
+   computations, modules, every edit of them, and XLA's CallGraph); may ask the registry
+   (e.g. whether an op has side effects, or the context it calls computations in).
 4. text, beside the graph: hloc.syntax (lexing, literal parsing, building) and the printer.
 5. the verifier, the interpreter (hloc.interp) and the passes (hloc.passes; constant
    folding runs the interpreter, by design).
@@ -34,6 +35,8 @@ an executor.
 from __future__ import annotations
 
 __version__ = "0.1.0"
+__all__ = ["parse", "parse_file", "to_text", "run", "compile", "fake_arguments",
+           "load_outputs", "graph", "__version__"]
 
 
 def parse(text: str, name: str = "<input>"):

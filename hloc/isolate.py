@@ -19,6 +19,7 @@ import numpy as np
 
 from .compare import ErrorSpec, near
 from .diagnostics import HlocError
+from .ir.graph import callee_post_order
 
 __all__ = ["isolated_text", "instruction_scores", "Score", "score_table", "ulp_distance",
            "isolation_report"]
@@ -26,27 +27,11 @@ __all__ = ["isolated_text", "instruction_scores", "Score", "score_table", "ulp_d
 _CONTROL = re.compile(r", control-predecessors=\{[^}]*\}")
 
 
-def _called_closure(inst) -> list:
-    seen, order = set(), []
-
-    def visit(comp):
-        if id(comp) in seen:
-            return
-        seen.add(id(comp))
-        for i in comp.instructions:
-            for c in i.called_computations():
-                visit(c)
-        order.append(comp)
-    for c in inst.called_computations():
-        visit(c)
-    return order
-
-
 def isolated_text(inst) -> str:
     """HLO text of a module computing `inst` from parameters standing for its operands."""
     from .printer import computation_to_text, instruction_to_text
     parts = [f"HloModule isolated_{inst.name.replace('.', '_')}\n"]
-    for comp in _called_closure(inst):
+    for comp in callee_post_order(inst.called_computations()):
         parts.append(computation_to_text(comp))
     lines = []
     operands = list(dict.fromkeys(inst.operands))

@@ -1,6 +1,6 @@
 """Adding an elementwise op takes one registry row (with its semantic key) and no other
-edit: the made-up op below is parsed, verified, evaluated, constant-folded, fused and
-CSE'd through the traits and the semantic key alone."""
+edit: the made-up op below is parsed, verified, evaluated (interpreter and compiled back
+end), constant-folded, fused and CSE'd through the traits and the semantic key alone."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +9,8 @@ import pytest
 import hloc
 import hloc.interp  # noqa: F401  (attaches the evaluations)
 from hloc.ops import REGISTRY, facets
-from hloc.ops.base import COMMUTATIVE, ELEMENTWISE, OpDef, register
+from hloc.ops.base import COMMUTATIVE, ELEMENTAL, ELEMENTWISE, OpDef, register
+from hloc.diagnostics import VerifyError
 from hloc.printer import module_to_text
 from hloc.verifier import verify
 
@@ -31,6 +32,37 @@ def made_up_op():
 def test_the_row_alone_gives_an_evaluation(made_up_op):
     assert facets.get("evaluate", NAME) is facets.get("evaluate", "maximum") is not None
     assert NAME not in facets.missing("evaluate")
+
+
+def test_the_row_alone_gives_an_emitter(made_up_op):
+    import hloc.backend  # noqa: F401  (attaches the emitters)
+    assert ELEMENTAL in made_up_op.traits
+    assert facets.get("emit", NAME) is facets.get("emit", "maximum") is not None
+    assert NAME not in facets.missing("emit", "emit_kernel")
+
+
+def test_the_row_alone_gives_the_derived_facts(made_up_op):
+    from hloc.ops import call_context, has_side_effect, is_expensive, opcodes_with
+    module = hloc.parse(f"""HloModule m
+ENTRY e {{
+  a = f32[3]{{0}} parameter(0)
+  b = f32[3]{{0}} parameter(1)
+  ROOT r = f32[3]{{0}} {NAME}(a, b)
+}}
+""")
+    verify(module, layout_sensitive=True, allow_mixed_precision=False)
+    root = module.entry.root
+    assert not has_side_effect(root) and not is_expensive(root)
+    assert call_context(made_up_op) is None
+    assert NAME in opcodes_with(ELEMENTWISE) and NAME in opcodes_with(COMMUTATIVE)
+    relaid = hloc.parse(f"""HloModule m
+ENTRY e {{
+  a = f32[3,2]{{0,1}} parameter(0)
+  ROOT r = f32[3,2]{{1,0}} {NAME}(a, a)
+}}
+""")
+    with pytest.raises(VerifyError, match="layout"):     # it cannot change layouts
+        verify(relaid, layout_sensitive=True)
 
 
 def test_parsed_verified_evaluated(made_up_op):

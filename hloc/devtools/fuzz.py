@@ -28,14 +28,19 @@ from pathlib import Path
 
 import numpy as np
 
-UNARY_OPS = ("abs", "negate", "sign", "not", "count-leading-zeros", "popcnt", "is-finite",
-             "real", "imag", "copy", "ceil", "floor", "round-nearest-afz",
-             "round-nearest-even", "exponential", "exponential-minus-one", "log",
-             "log-plus-one", "logistic", "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan",
-             "tanh", "erf", "acos", "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh")
-BINARY_OPS = ("add", "subtract", "multiply", "divide", "remainder", "power", "maximum",
-              "minimum", "and", "or", "xor", "atan2", "shift-left",
-              "shift-right-logical", "shift-right-arithmetic", "complex")
+from ..ops import REGISTRY
+from ..ops.base import ELEMENTWISE, SHAPE_REQUIRED
+
+
+def _elementwise(arity: int) -> tuple:
+    """Elementwise ops of `arity` that need no attribute and no written result type."""
+    return tuple(n for n, op in REGISTRY.items()
+                 if ELEMENTWISE in op.traits and op.arity == arity and not op.required_attrs
+                 and SHAPE_REQUIRED not in op.traits and op.unsupported is None)
+
+
+UNARY_OPS = _elementwise(1)
+BINARY_OPS = _elementwise(2)
 OTHER_OPS = ("reshape", "broadcast", "transpose", "slice", "reduce", "select", "clamp",
              "convert", "bitcast-convert", "dot", "concatenate", "pad", "gather", "scatter",
              "while", "call", "conditional", "tuple", "get-tuple-element", "iota",

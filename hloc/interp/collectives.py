@@ -118,11 +118,14 @@ def _eval_all_reduce(inst, operands, ctx):
     return _same(inst, ctx, _all_reduce_values(inst, ctx, operands), inst.shape)
 
 
-@evaluates("all-reduce-done", "all-gather-done", "collective-permute-done")
+@evaluates("all-reduce-done")
+def _eval_all_reduce_done(inst, operands, ctx):
+    return operands[0]                  # the start already holds the result
+
+
+@evaluates("all-gather-done", "collective-permute-done")
 def _eval_done(inst, operands, ctx):
-    value = operands[0]
-    if inst.opcode == "all-reduce-done":
-        return value
+    value = operands[0]                 # (operands, result): the result
     if not (isinstance(value, tuple) and len(value) > 1):
         raise _malformed(inst, ctx)
     return value[1]

@@ -59,10 +59,6 @@ def device_count(module) -> tuple[int, int]:
     return int(attrs.get("replica_count") or 1), int(attrs.get("num_partitions") or 1)
 
 
-_HAS_GLOBAL_FLAG = frozenset({"all-reduce", "all-reduce-start", "all-gather",
-                              "all-gather-start", "reduce-scatter"})
-
-
 def _group_of(groups, me: int, everyone: int, what: str) -> list[int]:
     if not groups:
         return list(range(everyone))
@@ -79,7 +75,7 @@ def participants(inst, device: Device) -> list[int]:
     groups = group_list(inst.attrs.get("replica_groups"))
     if inst.attrs.get("channel_id") is None:                         # kCrossReplica
         return [x * P + p for x in _group_of(groups, r, R, "replica")]
-    if inst.opcode not in _HAS_GLOBAL_FLAG:                          # kCrossPartition
+    if "use_global_device_ids" not in inst.opdef.attr_index:         # kCrossPartition
         return [r * P + x for x in _group_of(groups, p, P, "partition")]
     if inst.attrs.get("use_global_device_ids"):                      # kFlattenedID
         return _group_of(groups, device.id, R * P, "device")

@@ -12,8 +12,9 @@
   RemoveInstructionAndUnusedOperands so a pass removing thousands of instructions rewrites
   the instruction list once, `relay_control_deps` is RelayControlDependenciesSafely.
 - Copies are in clone.py.
-- Call graph: `callers` (computation -> calling instructions), `reachable_computations`,
-  `remove_unreachable_computations`, `fusion_computations`.
+- Call graph: `callers` (computation -> calling instructions), `callees`,
+  `callee_post_order`, `reachable_computations`, `remove_unreachable_computations`,
+  `fusion_computations`; XLA's CallGraph with call contexts is in call_graph.py.
 """
 from __future__ import annotations
 
@@ -119,13 +120,24 @@ def sort_post_order(comp: Computation) -> None:
         comp.set_instruction_order(order)
 
 
+def callees(comp: Computation) -> list:
+    """The computations `comp`'s instructions call, in instruction order (repeats kept)."""
+    return [c for inst in comp.instructions for c in inst.called_computations()]
+
+
+def callee_post_order(starts) -> list:
+    """`starts` and every computation they call, transitively: callees first, depth
+    first in instruction order."""
+    return post_order_from(starts, deps=callees)
+
+
 def computation_post_order(module: Module, storage=None, *,
                            from_uncalled: bool = True) -> list:
     """HloModule::MakeComputationPostOrder: callees (depth first, in instruction storage
     order) before callers, from each uncalled computation in module order. With
     `from_uncalled=False`, from every computation in module order (keeps the stored
     order where it already is one)."""
-    def callees(comp):
+    def stored_callees(comp):
         insts = comp.instructions if storage is None else storage(comp)
         return [c for inst in insts for c in inst.called_computations()]
 
@@ -133,7 +145,7 @@ def computation_post_order(module: Module, storage=None, *,
     if from_uncalled:
         called = set(callers(module))
         starts = [c for c in module.computations if c not in called]
-    out = post_order_from(starts, deps=callees)
+    out = post_order_from(starts, deps=callees if storage is None else stored_callees)
     if len(out) != len(module.computations):      # unreachable cycles: be safe
         seen = set(out)
         out.extend(c for c in module.computations if c not in seen)
@@ -157,15 +169,7 @@ def reachable_computations(module: Module) -> set:
     """The computations reachable from the entry."""
     if module.entry is None:
         return set(module.computations)
-    seen = {module.entry}
-    stack = [module.entry]
-    while stack:
-        for inst in stack.pop().instructions:
-            for c in inst.called_computations():
-                if c not in seen:
-                    seen.add(c)
-                    stack.append(c)
-    return seen
+    return set(callee_post_order([module.entry]))
 
 
 def remove_unreachable_computations(module: Module) -> bool:

@@ -15,17 +15,39 @@ from __future__ import annotations
 # Theme modules register their rows on import (this order is the registry's order).
 from . import collectives, control, data_movement, gather_scatter  # noqa: F401
 from . import elementwise, linalg, reductions  # noqa: F401
-from .base import (ASYNC, EXPENSIVE, EXPENSIVE_IF_COMPLEX, GENERIC_ATTRS, REGISTRY,
+from .base import (ASYNC, COLLECTIVE, CONTROL_FLOW, DIVISION, EMBEDDED_CALLS, EXPENSIVE,
+                   EXPENSIVE_IF_COMPLEX, GENERIC_ATTRS, MAY_SIDE_EFFECT, REGISTRY,
                    SHAPE_REQUIRED, SIDE_EFFECT, AttrSpec, OpDef, ShapeInferenceError, lookup)
 from .elementwise import default_compare_type
 
 __all__ = ["REGISTRY", "GENERIC_ATTRS", "lookup", "attr_spec", "shape_required",
-           "has_side_effect", "is_expensive", "opcodes_with", "async_sugar", "default_compare_type",
+           "has_side_effect", "is_expensive", "opcodes_with", "opcodes_with_attr", "call_context",
+           "CALL_CONTROL_FLOW", "CALL_EMBEDDED", "async_sugar", "default_compare_type",
            "OpDef", "AttrSpec", "ShapeInferenceError"]
 
 def opcodes_with(trait: str) -> frozenset:
     """The opcodes whose OpDef has `trait`."""
     return frozenset(name for name, op in REGISTRY.items() if trait in op.traits)
+
+
+CALL_CONTROL_FLOW = "kControlFlow"
+CALL_EMBEDDED = "kEmbedded"
+
+
+def call_context(op: OpDef) -> str | None:
+    """GetInstructionCallContext: kControlFlow for control flow (call, while,
+    conditional) and async ops, kEmbedded for EMBEDDED_CALLS ops, else None."""
+    traits = op.traits
+    if CONTROL_FLOW in traits or ASYNC in traits:
+        return CALL_CONTROL_FLOW
+    if EMBEDDED_CALLS in traits:
+        return CALL_EMBEDDED
+    return None
+
+
+def opcodes_with_attr(name: str) -> frozenset:
+    """The opcodes whose own attribute schema has `name`."""
+    return frozenset(op.name for op in REGISTRY.values() if name in op.attr_index)
 
 
 def shape_required(op: OpDef) -> bool:
@@ -56,10 +78,11 @@ def has_side_effect(inst) -> bool:
     if SIDE_EFFECT in op.traits:
         return True
     attrs = inst.attrs
-    if op.name == "custom-call":
+    if MAY_SIDE_EFFECT not in op.traits:
+        return False
+    if "custom_call_has_side_effect" in op.attr_index:
         return bool(attrs.get("custom_call_has_side_effect", False))
-    if op.name in ("all-reduce", "all-gather", "all-to-all", "reduce-scatter",
-                   "collective-permute", "collective-broadcast", "ragged-all-to-all"):
+    if COLLECTIVE in op.traits:        # with a channel (non-SPMD) or a constrained layout
         return bool(attrs.get("constrain_layout", False)) or attrs.get("channel_id") is not None
     if ASYNC in op.traits:
         comp = attrs.get("calls")
@@ -73,7 +96,7 @@ def is_expensive(inst) -> bool:
     op = inst.opdef
     if EXPENSIVE_IF_COMPLEX in op.traits:
         return getattr(getattr(inst.shape, "dtype", None), "kind", None) == "complex"
-    if op.name in ("divide", "remainder"):
+    if DIVISION in op.traits:
         dtype = getattr(inst.shape, "dtype", None)
         if dtype is not None and dtype.kind in ("int", "uint") and len(inst.operands) > 1:
             divisor = inst.operands[1]

@@ -138,6 +138,27 @@ CPU_WRAPPED = "cpu_wrapped"
 # The interpreter's walker moves the values itself (parameters, constants, tuples, calls
 # and control flow); such ops need no evaluation facet.
 STRUCTURAL = "structural"
+# XLA's GetInstructionCallContext is kEmbedded: the called computation is applied inside
+# the op (to elements or as its body) and cannot allocate buffers. CONTROL_FLOW and ASYNC
+# ops call theirs in kControlFlow (hloc.ops.call_context).
+EMBEDDED_CALLS = "embedded_calls"
+# Integer divide/remainder: cheap when the divisor is a scalar constant (IsExpensive).
+DIVISION = "division"
+
+# Facts the verifier states about opcodes (hloc.verify):
+# LayoutAssignment::InstructionCanChangeLayout (custom-call too, unless LayoutConstraint).
+CAN_CHANGE_LAYOUT = "can_change_layout"
+# The layout-change check lets operand and result differ in element size as well.
+LAYOUT_IGNORES_ELEMENT_SIZE = "layout_ignores_element_size"
+# Moves data between memory spaces only in the directions host offloading allows.
+MEMORY_SPACE_MOVER = "memory_space_mover"
+# CheckMixedPrecisionOperands' allow-list: operands may mix floating-point types.
+MIXED_OPERANDS_OK = "mixed_operands_ok"
+# CheckShape(only_compare_minor_to_major_in_layout=true): layouts compare by
+# minor-to-major only.
+MINOR_TO_MAJOR_ONLY = "minor_to_major_only"
+# ShapeVerifier checks the op in its own handler, not against the shape rule.
+OWN_SHAPE_HANDLER = "own_shape_handler"
 
 # Printed after the op's attributes, in this order (HloInstruction::PrintWithCanonicalNameMap;
 # checked against jaxlib 0.10.2's printer). result_accuracy is accepted only by

@@ -13,8 +13,9 @@ from __future__ import annotations
 from ..ir.attrs import ReplicaGroups
 from ..ir.dtypes import U32
 from ..ir.shape import TupleShape
-from .base import (CALLS, COLLECTIVE, EXPENSIVE, MAY_SIDE_EFFECT, SHAPE_REQUIRED, SIDE_EFFECT,
-                   AttrSpec, OpDef, register)
+from .base import (CALLS, CAN_CHANGE_LAYOUT, COLLECTIVE, EMBEDDED_CALLS, EXPENSIVE,
+                   MAY_SIDE_EFFECT, MIXED_OPERANDS_OK, OWN_SHAPE_HANDLER, SHAPE_REQUIRED,
+                   SIDE_EFFECT, AttrSpec, OpDef, register)
 from .shape_rules import (compatible, expect_array, fail, group_size, human,
                           is_integral, need_declared, scalar, tup)
 
@@ -192,19 +193,21 @@ _ASYNC = frozenset({COLLECTIVE, EXPENSIVE, SHAPE_REQUIRED, SIDE_EFFECT})
 _VAR = None
 
 register(OpDef("all-reduce", _VAR, (_CHANNEL, _GROUPS, _LAYOUT, _GLOBAL, _MODE, _TO_APPLY),
-               _COLL_CALLS, _all_reduce_infer))
+               _COLL_CALLS, _all_reduce_infer), EMBEDDED_CALLS, MIXED_OPERANDS_OK)
 register(OpDef("all-reduce-start", _VAR,
                (_CHANNEL, _GROUPS, _LAYOUT, _GLOBAL, _MODE, _TO_APPLY),
-               _ASYNC | {CALLS}, _all_reduce_infer))
-register(OpDef("all-reduce-done", 1, (), _ASYNC, _done_infer("all-reduce-done")))
+               _ASYNC | {CALLS}, _all_reduce_infer), EMBEDDED_CALLS, MIXED_OPERANDS_OK)
+register(OpDef("all-reduce-done", 1, (), _ASYNC, _done_infer("all-reduce-done")),
+         MIXED_OPERANDS_OK)
 register(OpDef("reduce-scatter", _VAR,
                (_CHANNEL, _GROUPS, _LAYOUT, _GLOBAL, _DIM, _MODE, _TO_APPLY),
-               _COLL_CALLS, _reduce_scatter_infer))
+               _COLL_CALLS, _reduce_scatter_infer), EMBEDDED_CALLS)
 register(OpDef("all-gather", _VAR, (_CHANNEL, _GROUPS, _LAYOUT, _DIM, _GLOBAL), _COLL,
-               _all_gather_infer(False)))
+               _all_gather_infer(False)), MIXED_OPERANDS_OK)
 register(OpDef("all-gather-start", _VAR, (_CHANNEL, _GROUPS, _LAYOUT, _DIM, _GLOBAL), _ASYNC,
-               _all_gather_infer(True)))
-register(OpDef("all-gather-done", 1, (), _ASYNC, _done_infer("all-gather-done", 1)))
+               _all_gather_infer(True)), MIXED_OPERANDS_OK)
+register(OpDef("all-gather-done", 1, (), _ASYNC, _done_infer("all-gather-done", 1)),
+         MIXED_OPERANDS_OK)
 register(OpDef("all-to-all", _VAR, (_CHANNEL, _GROUPS, _LAYOUT,
                                     AttrSpec("dimensions", "int_list")),
                _COLL, _all_to_all_infer))
@@ -216,11 +219,11 @@ register(OpDef("collective-broadcast", _VAR, (_CHANNEL, _GROUPS), _COLL,
                _collective_broadcast_infer))
 register(OpDef("collective-permute", None, _PERMUTE, _COLL, _collective_permute_infer))
 register(OpDef("collective-permute-start", None, _PERMUTE, _ASYNC,
-               _collective_permute_start_infer))
+               _collective_permute_start_infer), CAN_CHANGE_LAYOUT, OWN_SHAPE_HANDLER)
 register(OpDef("collective-permute-done", 1, (), _ASYNC,
-               _done_infer("collective-permute-done", 1)))
+               _done_infer("collective-permute-done", 1)), CAN_CHANGE_LAYOUT)
 register(OpDef("collective-reduce", _VAR, (_CHANNEL, _GROUPS, _TO_APPLY),
                _COLL_CALLS, unsupported="collective-reduce is an upstream-tip opcode that "
-               "jaxlib 0.10.2 does not know; its attributes are a guess"))
-register(OpDef("replica-id", 0, (), infer=_id_infer))
-register(OpDef("partition-id", 0, (), infer=_id_infer))
+               "jaxlib 0.10.2 does not know; its attributes are a guess"), EMBEDDED_CALLS)
+register(OpDef("replica-id", 0, (), infer=_id_infer), CAN_CHANGE_LAYOUT)
+register(OpDef("partition-id", 0, (), infer=_id_infer), CAN_CHANGE_LAYOUT)

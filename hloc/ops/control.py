@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from ..ir.dtypes import PRED, S32, TOKEN, U32
 from ..ir.shape import ArrayShape, TupleShape
-from .base import (ASYNC, CALLS, CONTROL_FLOW, EXPENSIVE, MAY_SIDE_EFFECT, SHAPE_REQUIRED,
-                   SIDE_EFFECT, STRUCTURAL, AttrSpec, OpDef, register)
+from .base import (ASYNC, CALLS, CAN_CHANGE_LAYOUT, CONTROL_FLOW, EMBEDDED_CALLS, EXPENSIVE,
+                   MAY_SIDE_EFFECT, MINOR_TO_MAJOR_ONLY, MIXED_OPERANDS_OK, OWN_SHAPE_HANDLER,
+                   SHAPE_REQUIRED, SIDE_EFFECT, STRUCTURAL, AttrSpec, OpDef, register)
 from .shape_rules import (compatible, fail, human, is_float, is_scalar, make, need_attr,
                           need_declared, params_of, program_text, scalar, tup)
 
@@ -284,17 +285,22 @@ _ALIASING = AttrSpec("output_to_operand_aliasing", "aliasing", default=())
 _CHANNEL = (AttrSpec("channel_id", "int"), AttrSpec("is_host_transfer", "bool", default=False))
 
 register(OpDef("parameter", 0, (AttrSpec("parameter_replication", "bool_list"),),
-               frozenset({EXPENSIVE})), STRUCTURAL)            # the number is in the parentheses
-register(OpDef("constant", 0), STRUCTURAL)                     # the literal is in the parentheses
-register(OpDef("tuple", None, infer=_tuple_infer), STRUCTURAL)
+               frozenset({EXPENSIVE})), STRUCTURAL, CAN_CHANGE_LAYOUT,
+         MIXED_OPERANDS_OK)                                 # the number is in the parentheses
+register(OpDef("constant", 0), STRUCTURAL,            # the literal is in the parentheses
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, MINOR_TO_MAJOR_ONLY)
+register(OpDef("tuple", None, infer=_tuple_infer), STRUCTURAL,
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
 register(OpDef("get-tuple-element", 1, (AttrSpec("index", "int", required=True),),
-               infer=_gte_infer), STRUCTURAL)
+               infer=_gte_infer), STRUCTURAL, CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
 register(OpDef("call", None, (AttrSpec("to_apply", "computation", required=True),
                               AttrSpec("is_composite", "bool", default=False)),
-               frozenset({CALLS, EXPENSIVE, CONTROL_FLOW}), _call_infer), STRUCTURAL)
+               frozenset({CALLS, EXPENSIVE, CONTROL_FLOW}), _call_infer), STRUCTURAL,
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
 register(OpDef("while", 1, (AttrSpec("condition", "computation", required=True),
                             AttrSpec("body", "computation", required=True)),
-               frozenset({CALLS, EXPENSIVE, CONTROL_FLOW}), _while_infer), STRUCTURAL)
+               frozenset({CALLS, EXPENSIVE, CONTROL_FLOW}), _while_infer), STRUCTURAL,
+         MIXED_OPERANDS_OK)
 # pred index: true/false_computation; s32 index: branch_computations.
 def _conditional_parse_check(inst):
     selector = inst.operands[0].shape if inst.operands else None
@@ -313,12 +319,13 @@ register(OpDef("conditional", (1, None), (
     AttrSpec("false_computation", "computation"),
     AttrSpec("branch_computations", "computation_list"),
 ), frozenset({CALLS, EXPENSIVE, CONTROL_FLOW}), _conditional_infer,
-    parse_check=_conditional_parse_check), STRUCTURAL)
+    parse_check=_conditional_parse_check), STRUCTURAL, CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
 register(OpDef("fusion", None, (
     AttrSpec("kind", "fusion_kind", required=True),
     _ALIASING,
     AttrSpec("calls", "computation", required=True),
-), frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED}), _fusion_infer), STRUCTURAL)
+), frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED}), _fusion_infer), STRUCTURAL,
+         EMBEDDED_CALLS, CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, OWN_SHAPE_HANDLER)
 def _custom_call_parse_check(inst):
     constraints = inst.attrs.get("operand_layout_constraints")
     if constraints is None:
@@ -350,32 +357,34 @@ register(OpDef("custom-call", None, (
     AttrSpec("api_version", "api_version", default="API_VERSION_ORIGINAL"),
     AttrSpec("to_apply", "computation"),
     AttrSpec("called_computations", "computation_list"),
-), frozenset({CALLS, EXPENSIVE, MAY_SIDE_EFFECT}), parse_check=_custom_call_parse_check))
+), frozenset({CALLS, EXPENSIVE, MAY_SIDE_EFFECT}), parse_check=_custom_call_parse_check),
+         EMBEDDED_CALLS, MIXED_OPERANDS_OK)
 register(OpDef("async-start", None, (_ASYNC_THREAD, _ALIASING,
                                      AttrSpec("calls", "computation", required=True)),
                frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT, ASYNC}),
-               _async_start_infer))
+               _async_start_infer), CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, OWN_SHAPE_HANDLER)
 register(OpDef("async-update", 1, (_ASYNC_THREAD, AttrSpec("calls", "computation")),
                frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT, ASYNC}),
-               _async_update_infer))
+               _async_update_infer), CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, OWN_SHAPE_HANDLER)
 register(OpDef("async-done", 1, (_ASYNC_THREAD, AttrSpec("calls", "computation")),
                frozenset({CALLS, EXPENSIVE, SHAPE_REQUIRED, MAY_SIDE_EFFECT, ASYNC}),
-               _async_done_infer))
+               _async_done_infer), CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, OWN_SHAPE_HANDLER)
 register(OpDef("copy-start", 1, (AttrSpec("cross_program_prefetch_index", "int"),), _SR,
-               _copy_start_infer))
-register(OpDef("copy-done", 1, (), _SR, _copy_done_infer))
-register(OpDef("after-all", None, (), frozenset({EXPENSIVE}), _after_all_infer))
+               _copy_start_infer), CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, MINOR_TO_MAJOR_ONLY)
+register(OpDef("copy-done", 1, (), _SR, _copy_done_infer), CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
+register(OpDef("after-all", None, (), frozenset({EXPENSIVE}), _after_all_infer), CAN_CHANGE_LAYOUT)
 register(OpDef("add-dependency", 2, (), frozenset({EXPENSIVE}), _add_dependency_infer))
-register(OpDef("opt-barrier", 1, (), _SR, _opt_barrier_infer))
+register(OpDef("opt-barrier", 1, (), _SR, _opt_barrier_infer), MIXED_OPERANDS_OK)
 register(OpDef("domain", 1, (AttrSpec("domain", "verbatim", required=True),),
-               frozenset({EXPENSIVE}), _domain_infer))
+               frozenset({EXPENSIVE}), _domain_infer), CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
 register(OpDef("rng", None, (AttrSpec("distribution", "distribution", required=True),),
-               _SE_SR, _rng_infer))
+               _SE_SR, _rng_infer), CAN_CHANGE_LAYOUT)
 register(OpDef("rng-bit-generator", 1, (AttrSpec("algorithm", "rng_algorithm",
                                                  required=True, always_print=True),),
-               frozenset({SHAPE_REQUIRED, EXPENSIVE}), _rng_bit_generator_infer))
+               frozenset({SHAPE_REQUIRED, EXPENSIVE}), _rng_bit_generator_infer),
+         CAN_CHANGE_LAYOUT)
 register(OpDef("rng-get-and-update-state", 0, (AttrSpec("delta", "int", required=True),),
-               _SE_SR, _rng_state_infer))
+               _SE_SR, _rng_state_infer), CAN_CHANGE_LAYOUT)
 def _infeed_parse_check(inst):
     if not (isinstance(inst.shape, TupleShape) and inst.shape.elements):
         return "infeed must have a non-empty tuple shape"
@@ -384,13 +393,18 @@ def _infeed_parse_check(inst):
 
 register(OpDef("infeed", 1, (AttrSpec("infeed_config", "string", default=""),),
                frozenset({SIDE_EFFECT, SHAPE_REQUIRED}), _infeed_infer,
-               parse_check=_infeed_parse_check, unsupported=_HOST_TRANSFER))
+               parse_check=_infeed_parse_check, unsupported=_HOST_TRANSFER),
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, MINOR_TO_MAJOR_ONLY)
 # outfeed_shape: when absent XLA stores operand 0's shape and prints that.
 register(OpDef("outfeed", 2, (AttrSpec("outfeed_shape", "shape", always_print=True),
                               AttrSpec("outfeed_config", "string", default="")),
                frozenset({SIDE_EFFECT, SHAPE_REQUIRED}), _outfeed_infer,
-               unsupported=_HOST_TRANSFER))
-register(OpDef("send", 2, _CHANNEL, _SE_SR, _send_infer, unsupported=_HOST_TRANSFER))
-register(OpDef("send-done", 1, _CHANNEL, _SE_SR, _send_done_infer, unsupported=_HOST_TRANSFER))
-register(OpDef("recv", 1, _CHANNEL, _SE_SR, _recv_infer, unsupported=_HOST_TRANSFER))
-register(OpDef("recv-done", 1, _CHANNEL, _SE_SR, _recv_done_infer, unsupported=_HOST_TRANSFER))
+               unsupported=_HOST_TRANSFER), CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
+register(OpDef("send", 2, _CHANNEL, _SE_SR, _send_infer, unsupported=_HOST_TRANSFER),
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, MINOR_TO_MAJOR_ONLY)
+register(OpDef("send-done", 1, _CHANNEL, _SE_SR, _send_done_infer, unsupported=_HOST_TRANSFER),
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
+register(OpDef("recv", 1, _CHANNEL, _SE_SR, _recv_infer, unsupported=_HOST_TRANSFER),
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, MINOR_TO_MAJOR_ONLY)
+register(OpDef("recv-done", 1, _CHANNEL, _SE_SR, _recv_done_infer, unsupported=_HOST_TRANSFER),
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from ..ir.dtypes import S32
 from ..ir.shape import ArrayShape, Layout
-from .base import CPU_WRAPPED, ELEMENTAL, EXPENSIVE, SHAPE_REQUIRED, AttrSpec, OpDef, register
+from .base import (CAN_CHANGE_LAYOUT, CPU_WRAPPED, ELEMENTAL, EXPENSIVE, MEMORY_SPACE_MOVER,
+                   SHAPE_REQUIRED, AttrSpec, OpDef, register)
 from .shape_rules import compatible, declared, dynamic_of, expect_array, fail, higher_precision, human, is_integral, is_permutation, is_scalar, join, make, need_declared, same_type_ignoring_fp, scalar, set_dynamic, type_name
 
 
@@ -320,27 +321,30 @@ _SR = frozenset({SHAPE_REQUIRED})
 
 register(OpDef("broadcast", 1, (AttrSpec("dimensions", "int_list", default=(),
                                          always_print=True),),
-               infer=_broadcast_infer), ELEMENTAL, CPU_WRAPPED)  # required unless operand is scalar
+               infer=_broadcast_infer),             # required unless operand is scalar
+         ELEMENTAL, CPU_WRAPPED, CAN_CHANGE_LAYOUT)
 register(OpDef("reshape", 1, (AttrSpec("inferred_dimension", "int", default=-1),), _SR,
-               _reshape_infer), ELEMENTAL, CPU_WRAPPED)
-register(OpDef("dynamic-reshape", (1, None), (), _SR, _dynamic_reshape_infer))
-register(OpDef("transpose", 1, (_DIMS,), infer=_transpose_infer), ELEMENTAL)
+               _reshape_infer), ELEMENTAL, CPU_WRAPPED, CAN_CHANGE_LAYOUT)
+register(OpDef("dynamic-reshape", (1, None), (), _SR, _dynamic_reshape_infer), CAN_CHANGE_LAYOUT)
+register(OpDef("transpose", 1, (_DIMS,), infer=_transpose_infer), ELEMENTAL, CAN_CHANGE_LAYOUT)
 register(OpDef("reverse", 1, (_DIMS,), infer=_reverse_infer), ELEMENTAL, CPU_WRAPPED)
 register(OpDef("slice", 1, (AttrSpec("slice", "slice", required=True),), _SR, _slice_infer),
          ELEMENTAL, CPU_WRAPPED)
 register(OpDef("dynamic-slice", (1, None),
                (AttrSpec("dynamic_slice_sizes", "int_list", required=True),), _SR,
-               _dynamic_slice_infer), ELEMENTAL, CPU_WRAPPED)
-register(OpDef("dynamic-update-slice", (2, None), (), _SR, _dynamic_update_slice_infer), ELEMENTAL)
+               _dynamic_slice_infer), ELEMENTAL, CPU_WRAPPED, MEMORY_SPACE_MOVER)
+register(OpDef("dynamic-update-slice", (2, None), (), _SR, _dynamic_update_slice_infer), ELEMENTAL,
+         MEMORY_SPACE_MOVER)
 register(OpDef("concatenate", None, (_DIMS,), infer=_concatenate_infer), ELEMENTAL)
 register(OpDef("pad", 2, (AttrSpec("padding", "padding", required=True),), infer=_pad_infer),
          ELEMENTAL, CPU_WRAPPED)
 register(OpDef("iota", 0, (AttrSpec("iota_dimension", "int", required=True),), _SR,
-               _iota_infer), ELEMENTAL, CPU_WRAPPED)
+               _iota_infer), ELEMENTAL, CPU_WRAPPED, CAN_CHANGE_LAYOUT)
 register(OpDef("get-dimension-size", 1, (_DIMS,), frozenset({EXPENSIVE}),
-               _get_dimension_size_infer))
+               _get_dimension_size_infer), CAN_CHANGE_LAYOUT)
 register(OpDef("set-dimension-size", 2, (_DIMS,), frozenset({EXPENSIVE}),
                _set_dimension_size_infer))
-register(OpDef("bitcast", 1, (), _SR), ELEMENTAL)    # layout-sensitive size check only; no rule
+# layout-sensitive size check only; no rule
+register(OpDef("bitcast", 1, (), _SR), ELEMENTAL, CAN_CHANGE_LAYOUT)
 register(OpDef("shuffle", 1, (), unsupported="shuffle is an upstream-tip opcode that "
                "jaxlib 0.10.2 does not know; its attributes and shape rule are unknown"))

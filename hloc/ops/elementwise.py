@@ -11,9 +11,10 @@ reduce-precision) are SHAPE_REQUIRED: their rule checks the written type.
 from __future__ import annotations
 
 from ..ir.dtypes import PRED
-from .base import (COMMUTATIVE, COMPARE_TYPE_BY_DTYPE, CPU_WRAPPED, ELEMENTWISE, EXPENSIVE,
-                   EXPENSIVE_IF_COMPLEX, SHAPE_REQUIRED, TRANSCENDENTAL, AttrSpec, OpDef,
-                   register)
+from .base import (CAN_CHANGE_LAYOUT, COMMUTATIVE, COMPARE_TYPE_BY_DTYPE, CPU_WRAPPED, DIVISION,
+                   ELEMENTWISE, EXPENSIVE, EXPENSIVE_IF_COMPLEX, LAYOUT_IGNORES_ELEMENT_SIZE,
+                   MEMORY_SPACE_MOVER, MIXED_OPERANDS_OK, SHAPE_REQUIRED, TRANSCENDENTAL, AttrSpec,
+                   OpDef, register)
 from .shape_rules import (change_type, compatible_ignoring_fp, compatible_ignoring_type,
                           expect_array, fail, higher_precision, human, is_complex, is_float,
                           is_integral, is_scalar, is_signed, make, need_declared,
@@ -116,7 +117,7 @@ UNARY = [
     ("exponential-minus-one", _FC, {E, T, X, CPU_WRAPPED}),
     ("floor", _F, {E, CPU_WRAPPED}),
     ("imag", _real_imag, {E, CPU_WRAPPED}),
-    ("is-finite", _is_finite, {E, CPU_WRAPPED}),
+    ("is-finite", _is_finite, {E, CPU_WRAPPED, LAYOUT_IGNORES_ELEMENT_SIZE}),
     ("log", _FC, {E, T, X, CPU_WRAPPED}),
     ("log-plus-one", _FC, {E, T, X, CPU_WRAPPED}),
     ("logistic", _FC, {E, T, X}),
@@ -184,16 +185,16 @@ BINARY = [
     ("add", _arith, {E, C, CPU_WRAPPED}),
     ("and", _logical, {E, C, CPU_WRAPPED}),
     ("atan2", _atan2, {E, X, CPU_WRAPPED}),
-    ("compare", _arith, {E, COMPARE_TYPE_BY_DTYPE, CPU_WRAPPED}),
+    ("compare", _arith, {E, COMPARE_TYPE_BY_DTYPE, CPU_WRAPPED, LAYOUT_IGNORES_ELEMENT_SIZE}),
     ("complex", _complex, {E, CPU_WRAPPED}),
-    ("divide", _no_pred, {E, X, CPU_WRAPPED}),       # XLA: cheap for integer division by a constant
+    ("divide", _no_pred, {E, X, CPU_WRAPPED, DIVISION}),
     ("maximum", _arith, {E, C, CPU_WRAPPED}),
     ("minimum", _arith, {E, C, CPU_WRAPPED}),
     ("mulhi", _arith, {E, C}),
     ("multiply", _arith, {E, C, CPU_WRAPPED}),
     ("or", _logical, {E, C, CPU_WRAPPED}),
     ("power", _no_pred, {E, X, CPU_WRAPPED}),
-    ("remainder", _no_pred, {E, X, CPU_WRAPPED}),    # as divide
+    ("remainder", _no_pred, {E, X, CPU_WRAPPED, DIVISION}),
     ("shift-left", _no_pred, {E, CPU_WRAPPED}),
     ("shift-right-arithmetic", _no_pred, {E, CPU_WRAPPED}),
     ("shift-right-logical", _no_pred, {E, CPU_WRAPPED}),
@@ -398,7 +399,8 @@ def _reduce_precision_infer(ops, attrs, inst):
 for _name, _rule, _traits in UNARY:
     register(OpDef(_name, 1, traits=frozenset(_traits), infer=_unary_infer(_name, _rule)))
 
-register(OpDef("copy", 1, traits=frozenset({E}), infer=_copy_infer))
+register(OpDef("copy", 1, traits=frozenset({E}), infer=_copy_infer),
+         CAN_CHANGE_LAYOUT, MEMORY_SPACE_MOVER)
 
 for _name, _check, _traits in BINARY:
     _attrs = ()
@@ -410,7 +412,8 @@ for _name, _check, _traits in BINARY:
 register(OpDef("select", 3, traits=frozenset({E, CPU_WRAPPED}), infer=_select_infer))
 register(OpDef("clamp", 3, traits=frozenset({E, CPU_WRAPPED}), infer=_clamp_infer))
 
-register(OpDef("convert", 1, traits=frozenset({E, SHAPE_REQUIRED, CPU_WRAPPED}), infer=_convert_infer))
+register(OpDef("convert", 1, traits=frozenset({E, SHAPE_REQUIRED, CPU_WRAPPED}),
+               infer=_convert_infer), LAYOUT_IGNORES_ELEMENT_SIZE)
 # Elementwise in XLA only when the bit widths match (IsElementwiseImpl).
 register(OpDef("bitcast-convert", 1, traits=frozenset({SHAPE_REQUIRED, CPU_WRAPPED}),
                infer=_bitcast_convert_infer))
@@ -419,4 +422,5 @@ register(OpDef("stochastic-convert", 2, traits=frozenset({E, SHAPE_REQUIRED}),
 register(OpDef("reduce-precision", 1,
                (AttrSpec("exponent_bits", "int", required=True),
                 AttrSpec("mantissa_bits", "int", required=True)),
-               frozenset({E, SHAPE_REQUIRED}), _reduce_precision_infer), CPU_WRAPPED)
+               frozenset({E, SHAPE_REQUIRED}), _reduce_precision_infer), CPU_WRAPPED,
+         MIXED_OPERANDS_OK)

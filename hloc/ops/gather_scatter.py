@@ -5,7 +5,8 @@ and their registry rows.
 from __future__ import annotations
 
 
-from .base import CALLS, CPU_WRAPPED, ELEMENTAL, EXPENSIVE, AttrSpec, OpDef, register
+from .base import (CALLS, CAN_CHANGE_LAYOUT, CPU_WRAPPED, ELEMENTAL, EMBEDDED_CALLS, EXPENSIVE,
+                   LAYOUT_IGNORES_ELEMENT_SIZE, AttrSpec, OpDef, register)
 from .data_movement import _dims
 from .shape_rules import (dynamic_of, expect_array, fail, human, is_integral, join, make, scalar,
                           tup, verify_reducer)
@@ -246,7 +247,7 @@ register(OpDef("gather", 2, (
     AttrSpec("index_vector_dim", "int", required=True),
     AttrSpec("slice_sizes", "int_list", required=True, always_print=True),
     AttrSpec("indices_are_sorted", "bool", default=False),
-), frozenset({EXPENSIVE}), _gather_infer), CPU_WRAPPED, ELEMENTAL)
+), frozenset({EXPENSIVE}), _gather_infer), CPU_WRAPPED, ELEMENTAL, CAN_CHANGE_LAYOUT)
 register(OpDef("scatter", None, (  # N inputs, indices, N updates: an odd count
     AttrSpec("update_window_dims", "int_list", required=True, always_print=True),
     AttrSpec("inserted_window_dims", "int_list", required=True, always_print=True),
@@ -257,4 +258,5 @@ register(OpDef("scatter", None, (  # N inputs, indices, N updates: an odd count
     AttrSpec("indices_are_sorted", "bool", default=False),
     AttrSpec("unique_indices", "bool", default=False),
     AttrSpec("to_apply", "computation", required=True),
-), frozenset({CALLS, EXPENSIVE}), _scatter_infer), CPU_WRAPPED)
+), frozenset({CALLS, EXPENSIVE}), _scatter_infer), CPU_WRAPPED,
+         EMBEDDED_CALLS, LAYOUT_IGNORES_ELEMENT_SIZE)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ir.dtypes import DTYPES
 from ..ir.shape import ArrayShape
-from .base import EXPENSIVE, AttrSpec, OpDef, register
+from .base import (CAN_CHANGE_LAYOUT, EXPENSIVE, MIXED_OPERANDS_OK, AttrSpec, OpDef, register)
 from .shape_rules import (declared, dynamic_of, expect_array, fail, higher_precision, human,
                           is_complex, is_float, make, need_attr, tup, type_name,
                           window_output)
@@ -428,12 +428,13 @@ _BN = (AttrSpec("epsilon", "float", required=True),
 # are gone; jaxlib 0.10.2 rejects `sparsity`).
 _ALGORITHM = AttrSpec("algorithm", "dot_algorithm", default="unset")
 register(OpDef("dot", 2, _DOT_DIMS + (_PRECISION, _ALGORITHM), _X, _dot_infer,
-               arity_after_attrs=True))
+               arity_after_attrs=True), CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
 register(OpDef("ragged-dot", 3, _DOT_DIMS + (
     AttrSpec("lhs_ragged_dims", "int_list", default=(), always_print=True),
     AttrSpec("rhs_group_dims", "int_list", default=()),
     _PRECISION), _X, _ragged_dot_infer,
-    unsupported="ragged-dot is not implemented by XLA's evaluator either"))
+    unsupported="ragged-dot is not implemented by XLA's evaluator either"),
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
 register(OpDef("scaled-dot", 4, _DOT_DIMS + (_PRECISION, _ALGORITHM), _X, _scaled_dot_infer,
                unsupported="scaled-dot is not implemented by XLA's evaluator either"))
 register(OpDef("convolution", 2, (
@@ -444,7 +445,7 @@ register(OpDef("convolution", 2, (
     AttrSpec("convolution_kind", "conv_kind", default="unset"),
     AttrSpec("sparsity_config", "sparsity"),   # position unverified (jaxlib crashes on it)
     _PRECISION,
-), _X, _conv_infer))
+), _X, _conv_infer), CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
 register(OpDef("fft", 1, (AttrSpec("fft_type", "fft_type", required=True),
                           AttrSpec("fft_length", "int_list", required=True)), _X, _fft_infer))
 register(OpDef("triangular-solve", 2, (
@@ -455,6 +456,6 @@ register(OpDef("triangular-solve", 2, (
 ), _X, _triangular_solve_infer))
 register(OpDef("cholesky", 1, (AttrSpec("lower", "bool", default=False),), _X,
                _cholesky_infer))
-register(OpDef("batch-norm-training", 3, _BN, _X, _bn_training_infer))
-register(OpDef("batch-norm-inference", 5, _BN, _X, _bn_inference_infer))
-register(OpDef("batch-norm-grad", 5, _BN, _X, _bn_grad_infer))
+register(OpDef("batch-norm-training", 3, _BN, _X, _bn_training_infer), CAN_CHANGE_LAYOUT)
+register(OpDef("batch-norm-inference", 5, _BN, _X, _bn_inference_infer), CAN_CHANGE_LAYOUT)
+register(OpDef("batch-norm-grad", 5, _BN, _X, _bn_grad_infer), CAN_CHANGE_LAYOUT)

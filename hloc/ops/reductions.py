@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from ..ir.dtypes import PRED, S32
 from ..ir.shape import ArrayShape, TupleShape
-from .base import CALLS, CPU_WRAPPED, ELEMENTAL, EXPENSIVE, AttrSpec, OpDef, register
+from .base import (CALLS, CAN_CHANGE_LAYOUT, CPU_WRAPPED, ELEMENTAL, EMBEDDED_CALLS, EXPENSIVE,
+                   MIXED_OPERANDS_OK, AttrSpec, OpDef, register)
 from .shape_rules import (compatible, compatible_ignoring_fp, dynamic_of, expect_array,
                           fail, human, join, make, need_attr, params_of, program_text,
                           same_type_ignoring_fp, scalar, tup, verify_reducer, window_output)
@@ -217,29 +218,30 @@ _CX = frozenset({CALLS, EXPENSIVE})
 _TO_APPLY = AttrSpec("to_apply", "computation", required=True)
 
 register(OpDef("reduce", None, (AttrSpec("dimensions", "int_list", required=True),
-                                     _TO_APPLY), _CX, _reduce_infer), CPU_WRAPPED, ELEMENTAL)
+                                     _TO_APPLY), _CX, _reduce_infer), CPU_WRAPPED, ELEMENTAL,
+         EMBEDDED_CALLS, CAN_CHANGE_LAYOUT)
 register(OpDef("reduce-window", None, (AttrSpec("window", "window"), _TO_APPLY), _CX,
-               _reduce_window_infer), CPU_WRAPPED)
+               _reduce_window_infer), CPU_WRAPPED, EMBEDDED_CALLS, MIXED_OPERANDS_OK)
 register(OpDef("select-and-scatter", 3, (
     AttrSpec("window", "window"),
     AttrSpec("select", "computation", required=True),
     AttrSpec("scatter", "computation", required=True),
-), _CX, _select_and_scatter_infer))
+), _CX, _select_and_scatter_infer), EMBEDDED_CALLS)
 # map: absent `dimensions` means all of them, and XLA then prints {0,...,rank-1}.
 register(OpDef("map", None, (AttrSpec("dimensions", "int_list", always_print=True),
-                                  _TO_APPLY), _CX, _map_infer), CPU_WRAPPED)
+                                  _TO_APPLY), _CX, _map_infer), CPU_WRAPPED, EMBEDDED_CALLS)
 register(OpDef("sort", None, (
     AttrSpec("dimensions", "int_list", required=True),
     AttrSpec("is_stable", "bool", default=False),
     _TO_APPLY,
-), _CX, _sort_infer))
+), _CX, _sort_infer), EMBEDDED_CALLS, MIXED_OPERANDS_OK)
 register(OpDef("topk", 1, (AttrSpec("k", "int", required=True),
                            AttrSpec("largest", "bool", default=True, always_print=True)),
-               _X, _topk_infer))
+               _X, _topk_infer), EMBEDDED_CALLS)
 register(OpDef("scan", None, (
     AttrSpec("dimensions", "int_list", required=True),
     AttrSpec("num_carries", "int", required=True),
     AttrSpec("is_reverse", "bool", default=False),
     AttrSpec("is_associative", "bool", default=False, always_print=True),
     _TO_APPLY,
-), _CX, _scan_infer))
+), _CX, _scan_infer), EMBEDDED_CALLS)

@@ -8,6 +8,8 @@ from ..diagnostics import ParseError, Source
 from .builder import build
 from .parser import parse_records, split_modules, strip_glog_prefixes
 
+__all__ = ["parse_modules", "parse_module", "read_text"]
+
 
 def parse_modules(text: str, name: str = "<input>") -> list:
     """All modules in a text (several are separated by `---` lines)."""

@@ -11,6 +11,7 @@ layout-constrained or none.
 from __future__ import annotations
 
 from ..ir.shape import ArrayShape, TupleShape
+from ..ops import opcodes_with_attr
 from .core import check, module_check
 from .shapes import Eq, describe, equal
 
@@ -18,15 +19,15 @@ _CROSS_REPLICA = "kCrossReplica"
 _CROSS_PARTITION = "kCrossPartition"
 _REPLICA_AND_PARTITION = "kCrossReplicaAndPartition"
 _FLATTENED = "kFlattenedID"
-_USE_GLOBAL = ("all-reduce", "all-reduce-start", "all-gather", "all-gather-start",
-               "reduce-scatter")
+# GetCollectiveOpGroupMode reads use_global_device_ids where the op has one.
+_USE_GLOBAL = tuple(sorted(opcodes_with_attr("use_global_device_ids")))
 
 
 def group_mode(inst) -> str | None:
     """GetCollectiveOpGroupMode; None for the invalid combination."""
     has_channel = inst.attrs.get("channel_id") is not None
     use_global = bool(inst.attrs.get("use_global_device_ids")) \
-        if inst.opcode in _USE_GLOBAL else None
+        if "use_global_device_ids" in inst.opdef.attr_index else None
     if not has_channel:
         return None if use_global else _CROSS_REPLICA
     if use_global is None:

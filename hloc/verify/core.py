@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..diagnostics import VerifyError
+from ..ir.call_graph import CallGraph
 from ..ir.module import Computation, Instruction, Module
 from ..ops import opcodes_with
 from ..ops.base import ASYNC
@@ -97,11 +98,12 @@ class Context:
         attrs = module.attrs
         self.replica_count = opts.replica_count or attrs.get("replica_count") or 1
         self.num_partitions = opts.num_partitions or attrs.get("num_partitions") or 1
+        self.call_graph = CallGraph(module)
         self.callers: dict[Computation, list[Instruction]] = defaultdict(list)
-        for comp in module.computations:
-            for inst in comp.instructions:
-                for called in inst.called_computations():
-                    self.callers[called].append(inst)
+        for comp in self.call_graph.computations():
+            sites = self.call_graph.caller_instructions(comp)
+            if sites:
+                self.callers[comp] = sites
         self.fused = {c for c, insts in self.callers.items()
                       if any(i.opcode == "fusion" for i in insts)}
         self.async_comps = {c for c, insts in self.callers.items()

@@ -1,10 +1,10 @@
 """Layouts: who may change them, host memory, reshape bitcasts, the entry layout, aliasing.
 
 With a layout-change predicate (layout-sensitive runs use LayoutAssignment's), an
-instruction outside CAN_CHANGE_LAYOUT keeps its operands' layouts (tiles and memory
-space aside; element size too for convert/compare/is-finite/scatter/pred selects), and
-dynamic-slice, dynamic-update-slice and copy may move data between memory spaces only
-in the directions host offloading allows. Options add: no host memory space at all,
+instruction without the CAN_CHANGE_LAYOUT trait keeps its operands' layouts (tiles and
+memory space aside; element size too for LAYOUT_IGNORES_ELEMENT_SIZE ops and pred
+selects), and MEMORY_SPACE_MOVER ops (dynamic-slice, dynamic-update-slice, copy) may move
+data between memory spaces only in the directions host offloading allows. Options add: no host memory space at all,
 reshapes that are physical bitcasts, sorted broadcast dimensions. After the
 per-instruction pass: the entry computation matches entry_computation_layout (must-alias
 pairs exactly, memory space included), input_output_alias and buffer_donor name valid
@@ -13,30 +13,18 @@ parameters and indices, each once.
 from __future__ import annotations
 
 from ..ir.shape import ArrayShape
+from ..ops.base import CAN_CHANGE_LAYOUT, LAYOUT_IGNORES_ELEMENT_SIZE, MEMORY_SPACE_MOVER
 from .core import check, module_check
 from .shape_checks import shapes_same, stringify
 from .shapes import (GENERIC_FAST_MEMORY_SPACE, HOST_MEMORY_SPACE, Eq, byte_size, describe,
                      equal, index_text, is_dense_array, layout_equal, memory_space, subshape,
                      subshapes)
 
-# LayoutAssignment::InstructionCanChangeLayout (custom-call too, unless LayoutConstraint).
-CAN_CHANGE_LAYOUT = frozenset({
-    "async-start", "async-update", "async-done", "batch-norm-grad", "batch-norm-inference",
-    "batch-norm-training", "bitcast", "broadcast", "call", "collective-permute-start",
-    "collective-permute-done", "conditional", "constant", "convolution", "copy",
-    "copy-start", "copy-done", "domain", "dot", "fusion", "gather", "get-tuple-element",
-    "infeed", "iota", "outfeed", "parameter", "partition-id", "ragged-dot", "recv",
-    "recv-done", "reduce", "replica-id", "reshape", "dynamic-reshape", "rng",
-    "rng-bit-generator", "rng-get-and-update-state", "send", "send-done", "after-all",
-    "transpose", "tuple", "get-dimension-size"})
-_IGNORE_ELEMENT_SIZE = frozenset({"convert", "compare", "is-finite", "scatter"})
-_MEMORY_SPACE_MOVERS = frozenset({"dynamic-slice", "dynamic-update-slice", "copy"})
-
 
 def _can_change_layout(inst) -> bool:
     if inst.opcode == "custom-call":
         return inst.attrs.get("custom_call_target") != "LayoutConstraint"
-    return inst.opcode in CAN_CHANGE_LAYOUT
+    return CAN_CHANGE_LAYOUT in inst.opdef.traits
 
 
 @check(option="layout_changes")
@@ -51,10 +39,11 @@ def check_layout_change(inst, ctx) -> None:
         if not is_dense_array(o) or o.rank != shape.rank or o.layout is None:
             continue
         eq = Eq(tiles=True, memory_space=True)
-        if inst.opcode in _IGNORE_ELEMENT_SIZE or \
+        traits = inst.opdef.traits
+        if LAYOUT_IGNORES_ELEMENT_SIZE in traits or \
                 (inst.opcode == "select" and o.dtype.kind == "pred"):
             eq = Eq(tiles=True, memory_space=True, element_size=True)
-        elif inst.opcode in _MEMORY_SPACE_MOVERS:
+        elif MEMORY_SPACE_MOVER in traits:
             err = _memory_space_change_error(inst, memory_space(o), memory_space(shape))
             if err:
                 ctx.fail(inst, err)

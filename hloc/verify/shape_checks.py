@@ -14,25 +14,11 @@ parameters, unbounded dynamism and minor-to-major length.
 from __future__ import annotations
 
 from ..ir.shape import ArrayShape, TupleShape
-from ..ops.base import MIXED_PRECISION_OK, ShapeInferenceError
+from ..ops.base import (MINOR_TO_MAJOR_ONLY, MIXED_OPERANDS_OK, MIXED_PRECISION_OK,
+                        OWN_SHAPE_HANDLER, ShapeInferenceError)
 from .core import check
 from .shapes import (HOST_MEMORY_SPACE, Eq, byte_size, compatible, compatible_ignoring_fp,
                      describe, equal, is_unbounded, memory_space, shape_text)
-
-# CheckMixedPrecisionOperands' allow-list: these may mix floating-point operand types.
-_MIXED_OPERANDS_OK = frozenset({
-    "call", "conditional", "constant", "convolution", "dot", "ragged-dot", "all-reduce",
-    "all-reduce-start", "all-reduce-done", "all-gather", "all-gather-start",
-    "all-gather-done", "async-done", "async-update", "async-start", "copy-done",
-    "copy-start", "custom-call", "domain", "fusion", "get-tuple-element", "opt-barrier",
-    "infeed", "outfeed", "parameter", "recv", "recv-done", "reduce-precision",
-    "reduce-window", "send", "send-done", "sort", "tuple", "while"})
-# CheckShape(only_compare_minor_to_major_in_layout=true) callers.
-_MINOR_TO_MAJOR_ONLY = frozenset({"copy-start", "send", "recv", "infeed", "constant"})
-# Opcodes whose XLA handler has its own checks instead of a shape rule (below, and
-# async_checks).
-_OWN_HANDLER = frozenset({"async-start", "async-update", "async-done",
-                          "collective-permute-start", "fusion"})
 
 
 def shapes_same(ctx, a, b, eq: Eq = Eq()) -> bool:
@@ -47,7 +33,7 @@ def stringify(ctx, shape) -> str:
 @check()
 def check_shape(inst, ctx) -> None:
     op = inst.opdef
-    if op.infer is None or op.name in _OWN_HANDLER:
+    if op.infer is None or OWN_SHAPE_HANDLER in op.traits:
         return
     shapes = [o.shape for o in inst.operands]
     # Big modules repeat the same (op, shapes, attributes) thousands of times.
@@ -88,7 +74,7 @@ def _shape_matches(inst, inferred, ctx) -> bool:
     opcode = inst.opcode
     shape = inst.shape
     if MIXED_PRECISION_OK not in inst.opdef.traits:
-        eq = Eq(minor_to_major_only=opcode in _MINOR_TO_MAJOR_ONLY)
+        eq = Eq(minor_to_major_only=MINOR_TO_MAJOR_ONLY in inst.opdef.traits)
         if opcode == "dynamic-update-slice" and inst.parent in ctx.fused:
             eq = Eq(memory_space=True, tiles=True)
         return shapes_same(ctx, shape, inferred, eq)
@@ -104,7 +90,7 @@ def _shape_matches(inst, inferred, ctx) -> bool:
 
 
 def _mixed_operands_ok(inst) -> bool:
-    if inst.opcode in _MIXED_OPERANDS_OK:
+    if MIXED_OPERANDS_OK in inst.opdef.traits:
         return True
     fp = None
     for operand in inst.operands:
