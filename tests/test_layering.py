@@ -17,7 +17,7 @@ VALUE_TYPES = {"hloc.ir.dtypes", "hloc.ir.shape", "hloc.ir.attrs", "hloc.ir.lite
                "hloc.ir.stackframes", "hloc.diagnostics"}
 GRAPH = {"hloc.ir.module", "hloc.ir.graph", "hloc.ir.rewriter", "hloc.ir.clone"}
 REGISTRY_PREFIX = "hloc.ops"
-HIGH = ("hloc.passes", "hloc.interp", "hloc.syntax", "hloc.backend", "hloc.runner",
+HIGH = ("hloc.passes", "hloc.interp", "hloc.syntax", "hloc.backend", "hloc.aot", "hloc.runner",
         "hloc.cli", "hloc.verify", "hloc.verifier", "hloc.printer", "hloc.inputs",
         "hloc.compare", "hloc.fake_args", "hloc.graph")
 
