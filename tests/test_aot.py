@@ -412,3 +412,35 @@ def test_emitted_gemm(m, n, k, dt, lhs, out, rt, tmp_path):
         for kk in range(k):
             acc = np.float32(np.float64(a[i, kk]) * np.float64(col[kk]) + np.float64(acc))
         assert acc == got[i, j]
+
+
+def test_blas_option_links_openblas_with_the_jits_bits(tmp_path):
+    from hloc.backend import runtime
+    blas = runtime.openblas_path()
+    if blas is None or CC is None:
+        pytest.skip("no NumPy-bundled OpenBLAS or no C compiler")
+    module = _dot_module(200, 150, 300, "f32")
+    so = tmp_path / "libm.so"
+    lib = compile_library(module, str(so), name="m", blas=blas)
+    assert "scipy_cblas_sgemm64_" in lib.undefined
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((200, 300)).astype(np.float32), rng.standard_normal((300, 150)).astype(np.float32)
+    rc, got = CLib(so, "m", lib, module).call([a, b])
+    assert rc == 0
+    ref = compile_module(module, gemm="blas", threads=1).run([a, b])
+    assert _same_bits(ref, got[0])
+
+
+def test_cli_writes_library_and_header(tmp_path):
+    src = DUMPS / "reduce_sum_xyz.before_optimizations.hlo"
+    cmd = [sys.executable, "-m", "hloc", "compile", str(src), "-o", str(tmp_path / "libxyz.a"),
+           "--header", str(tmp_path / "xyz.h"), "--cpp-class", "ns::Xyz", "--threads", "2"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "3 arguments, 1 results" in r.stderr
+    head = (tmp_path / "xyz.h").read_text()
+    assert "int xyz_run(void* const* args" in head and "class Xyz" in head
+    assert "#define xyz_DEFAULT_THREADS 2" in head
+    assert (tmp_path / "libxyz.a").read_bytes().startswith(b"!<arch>\n")
+    r = subprocess.run(cmd[:5] + ["-o", str(tmp_path / "x.exe")], capture_output=True, text=True)
+    assert r.returncode == 2 and "must end in .o, .a or .so" in r.stderr

@@ -53,8 +53,9 @@ def link_shared(path: str, obj: bytes, libs: list[str], cc: str | None = None,
         o = os.path.join(tmp, "module.o")
         with open(o, "wb") as f:
             f.write(obj)
-        cmd = [compiler, "-shared", "-o", os.path.abspath(path), o, *libs, "-lm", "-lpthread",
-               "-Wl,-z,noexecstack"]
+        rpaths = [f"-Wl,-rpath,{os.path.dirname(p)}" for p in libs]   # found where they were
+        cmd = [compiler, "-shared", "-o", os.path.abspath(path), o, *libs, *rpaths, "-lm",
+               "-lpthread", "-Wl,-z,noexecstack"]
         if soname:
             cmd.append(f"-Wl,-soname,{soname}")
         r = subprocess.run(cmd, capture_output=True, text=True)

@@ -71,8 +71,15 @@ class Target:
         return tm.emit_object(mod)
 
 
-# What a self-contained library may leave to libc, libm and libpthread (and the TLS helper).
-SYSTEM = (runtime.ALLOWED - runtime.BLAS) | {"__tls_get_addr"}
+# What a self-contained library may leave to libc, libm and libpthread (and the TLS helper):
+# named here, not derived from the JIT's runtime table, which also lists BLAS/LAPACK.
+_LIBM = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "tanh",
+         "cbrt", "erf", "erfc", "acos", "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh",
+         "pow", "atan2", "fmod", "hypot", "fma", "sqrt", "floor", "ceil", "trunc", "round",
+         "rint", "nearbyint", "fabs", "copysign", "fmin", "fmax", "lgamma", "tgamma", "ldexp",
+         "remainder")
+SYSTEM = frozenset({*_LIBM, *(f + "f" for f in _LIBM), "memcpy", "memset", "memmove",
+                    "pthread_create", "pthread_join", "__tls_get_addr"})
 
 
 def check_symbols(obj: bytes, extra: frozenset = frozenset(), linked: str = "") -> list[str]:
