@@ -444,3 +444,39 @@ def test_cli_writes_library_and_header(tmp_path):
     assert (tmp_path / "libxyz.a").read_bytes().startswith(b"!<arch>\n")
     r = subprocess.run(cmd[:5] + ["-o", str(tmp_path / "x.exe")], capture_output=True, text=True)
     assert r.returncode == 2 and "must end in .o, .a or .so" in r.stderr
+
+
+@needs_cc
+def test_caller_thread_pool_runs_the_work_groups(tmp_path, cache):
+    """A kernel large enough to be split goes through the caller's parallel_for, with the
+    bits of the library's own pthreads and of one thread."""
+    n = 1 << 21
+    module = hloc.parse(f"""HloModule fma3
+ENTRY e {{
+  x = f32[{n}] parameter(0)
+  y = f32[{n}] parameter(1)
+  z = f32[{n}] parameter(2)
+  m = f32[{n}] multiply(y, z)
+  ROOT s = f32[{n}] add(x, m)
+}}""")
+    so = tmp_path / "libm.so"
+    compile_library(module, str(so), header=str(tmp_path / "m.h"), name="m", cache_dir=cache)
+    rng = np.random.default_rng(3)
+    ins = [rng.standard_normal(n).astype(np.float32) for _ in range(3)]
+    (tmp_path / "in").mkdir()
+    for i, a in enumerate(ins):
+        (tmp_path / "in" / f"in{i}.bin").write_bytes(a.tobytes())
+    _cc("-O1", "-DUSE_DLOPEN", "-include", tmp_path / "m.h", HERE / "aot" / "driver.c", "-ldl", "-lpthread",
+        "-o", tmp_path / "dl")
+    outs = []
+    for threads, pool in (("1", "0"), ("4", "0"), ("4", "1")):
+        out = tmp_path / f"out{threads}{pool}"
+        out.mkdir()
+        r = subprocess.run([tmp_path / "dl", so, tmp_path / "in", out, threads, pool, "0"],
+                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+        assert r.returncode == 0, r.stderr
+        calls = int(r.stderr.split("pool calls")[1])
+        assert (calls > 0) == (pool == "1"), r.stderr
+        outs.append((out / "out0.bin").read_bytes())
+    assert outs[0] == outs[1] == outs[2]
+    assert np.array_equal(np.frombuffer(outs[0], np.float32), compile_module(module).run(ins))

@@ -34,7 +34,7 @@ def _block(P, kind, leaves) -> list[str]:
         out.append(f"#define {base}_INDEX {leaf.index}")
         out.append(f"#define {base}_BYTES {leaf.nbytes}")
         out.append(f"#define {base}_RANK {len(leaf.dims)}")
-        out.append(f"#define {base}_ELEMENTS {leaf.nbytes // max(1, _item(leaf))}")
+        out.append(f"#define {base}_ELEMENTS {_count(leaf.dims)}")
         if leaf.dims:
             out.append(f"static const int64_t {base}_DIMS[{len(leaf.dims)}] = "
                        f"{{{', '.join(map(str, leaf.dims))}}};")
@@ -43,8 +43,11 @@ def _block(P, kind, leaves) -> list[str]:
     return out
 
 
-def _item(leaf) -> int:
-    return {"pred": 1}.get(leaf.dtype, leaf.align * (2 if leaf.dtype in ("c64", "c128") else 1))
+def _count(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
 
 
 def _names(P, kind, leaves) -> list[str]:
@@ -86,6 +89,9 @@ def header_text(low: Lowered, module_name: str, source: str, target, cpp_class: 
         " * has no mutable global state, so threads may call it at once, each with its own",
         " * results and scratch. Results do not depend on the thread count.",
         f" * Link: {link_note or 'nothing beyond libc, libm and libpthread (-lm -lpthread for a static link).'}",
+        *([" * Stack: large dots (the emitted GEMM) use about 160 KiB of stack in each thread that",
+           " * runs them: the caller's and, with a thread pool, the pool's threads."]
+          if "hloc.gemm." in low.ir_text else []),
         " */",
         f"#ifndef {guard}",
         f"#define {guard}",

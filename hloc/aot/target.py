@@ -85,7 +85,11 @@ SYSTEM = frozenset({*_LIBM, *(f + "f" for f in _LIBM), "memcpy", "memset", "memm
 def check_symbols(obj: bytes, extra: frozenset = frozenset(), linked: str = "") -> list[str]:
     """The object's undefined symbols; refuse any outside libc/libm/libpthread and `extra`
     (what a library given with --blas/--lapack provides)."""
-    undefined = runtime.undefined_symbols(obj)
+    try:
+        undefined = runtime.undefined_symbols(obj)
+    except ValueError:
+        raise UnsupportedError("unsupported: the undefined-symbol check reads ELF64 little-endian "
+                               "objects only; this target's object is not one") from None
     bad = sorted(s for s in undefined if s not in SYSTEM and s not in extra)
     if bad:
         raise UnsupportedError(

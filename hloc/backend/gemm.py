@@ -25,7 +25,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from .loops import for_range, i64
-from .types import F32, F64, I1, I32, I64, PTR, VOID, opaque
+from .types import F32, F64, I32, I64, PTR, VOID, opaque
 
 KC_BYTES = 1024            # K block: 256 f32 / 128 f64
 MAX_GROUPS = 16
@@ -367,5 +367,3 @@ def _finish(b, t, vt, vw, nv, mr, nr, accs, full, crow, tile, rows, ncols, c, i0
                 x = b.load(_elem(b, t, tile, b.add(b.mul(r, i64(nr)), j)), typ=t)
                 b.store(x, _elem(b, t, c, b.add(b.mul(b.add(i0, r), ldc), b.add(jc, j))))
 
-
-_ = I1
