@@ -71,6 +71,8 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
         raise InputError(f"output {path!r}: the name must end in .o, .a or .so")
     if not 1 <= int(threads) <= 64:
         raise InputError(f"--threads {threads}: must be 1..64")
+    if cpp_class is not None and not re.fullmatch(r"[A-Za-z_]\w*(::[A-Za-z_]\w*)*", cpp_class):
+        raise InputError(f"--cpp-class {cpp_class!r}: expected NS::Name (C++ identifiers)")
     prefix = _prefix(name, path)
     target = Target(triple, cpu, features)
     if kind == ".so" and target.triple != Target().triple:

@@ -10,17 +10,35 @@ from __future__ import annotations
 from .lower import ERRORS, SCRATCH_ALIGN, Lowered
 
 
+def _text(s: str) -> str:
+    """A name from the dump inside a C comment: it cannot end the comment or the line."""
+    return "".join(c if c.isprintable() else "?" for c in str(s)).replace("*/", "*\\/")
+
+
+def _cstr(s: str) -> str:
+    """A name from the dump as a C string literal's contents."""
+    out = []
+    for ch in str(s):
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch.isascii() and ch.isprintable():
+            out.append(ch)
+        else:
+            out.extend(f"\\{b:03o}" for b in ch.encode())
+    return "".join(out)
+
+
 def _dims(dims) -> str:
     return "[" + ", ".join(map(str, dims)) + "]"
 
 
 def _describe(kind, leaf) -> str:
     if leaf.dtype == "token":
-        return f"/* {kind} {leaf.index}: `{leaf.name}`: token (no data; the pointer is ignored, may be NULL) */"
+        return f"/* {kind} {leaf.index}: `{_text(leaf.name)}`: token (no data; the pointer is ignored, may be NULL) */"
     layout = "row-major" if leaf.is_default_layout else (
         f"physical order {_dims(leaf.physical_dims)} (minor_to_major {{{','.join(map(str, leaf.minor_to_major))}}})")
     note = f"; {leaf.note}" if leaf.note else ""
-    return (f"/* {kind} {leaf.index}: `{leaf.name}`: {leaf.dtype}{_dims(leaf.dims)}, "
+    return (f"/* {kind} {leaf.index}: `{_text(leaf.name)}`: {leaf.dtype}{_dims(leaf.dims)}, "
             f"{leaf.nbytes} bytes, {leaf.ctype}{note}, layout {{{','.join(map(str, leaf.minor_to_major))}}} "
             f"({layout}), aligned to {leaf.align} */")
 
@@ -53,7 +71,7 @@ def _count(dims) -> int:
 def _names(P, kind, leaves) -> list[str]:
     up = kind.upper()
     out = [f"static const char* const {P}_{kind}_names[{max(1, len(leaves))}] = {{"]
-    out += [f'  "{leaf.name}",' for leaf in leaves] or ['  ""']
+    out += [f'  "{_cstr(leaf.name)}",' for leaf in leaves] or ['  ""']
     out.append("};")
     out.append(f"static const int64_t {P}_{kind}_bytes[{max(1, len(leaves))}] = "
                f"{{{', '.join(str(x.nbytes) for x in leaves) or '0'}}};")
@@ -73,8 +91,8 @@ def header_text(low: Lowered, module_name: str, source: str, target, cpp_class: 
     P = low.prefix
     guard = f"{P.upper()}_H_"
     lines = [
-        f"/* {P}.h: the C interface of HLO module `{module_name}` compiled ahead of time by hloc",
-        f" * (hloc compile {source}). Target {target.triple}, cpu {target.cpu}.",
+        f"/* {P}.h: the C interface of HLO module `{_text(module_name)}` compiled ahead of time by hloc",
+        f" * (hloc compile {_text(source)}). Target {target.triple}, cpu {_text(target.cpu)}.",
         " *",
         " * Call:",
         f" *   void* args[{P}_NUM_ARGS]       one pointer per argument buffer, in the order below",
@@ -88,7 +106,7 @@ def header_text(low: Lowered, module_name: str, source: str, target, cpp_class: 
         " * not overlap arguments, each other or scratch. Every call is independent: the library",
         " * has no mutable global state, so threads may call it at once, each with its own",
         " * results and scratch. Results do not depend on the thread count.",
-        f" * Link: {link_note or 'nothing beyond libc, libm and libpthread (-lm -lpthread for a static link).'}",
+        f" * Link: {_text(link_note) or 'nothing beyond libc, libm and libpthread (-lm -lpthread for a static link).'}",
         *([" * Stack: large dots (the emitted GEMM) use about 160 KiB of stack in each thread that",
            " * runs them: the caller's and, with a thread pool, the pool's threads."]
           if "hloc.gemm." in low.ir_text else []),
