@@ -25,8 +25,8 @@ import click
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Threads large kernels use in PREFIX_run (PREFIX_run_with sets it per call).")
 @click.option("--blas", type=click.Path(exists=True, dir_okay=False),
-              help="Link this library for large dots instead of the emitted GEMM; it must export "
-                   "OpenBLAS's ILP64 scipy_cblas_?gemm64_ (as NumPy's bundled libscipy_openblas64_).")
+              help="Link this BLAS for large dots instead of the emitted GEMM: a standard cblas "
+                   "(cblas_?gemm), or NumPy's bundled libscipy_openblas64_ (the JIT's bits).")
 @click.option("--lapack", type=click.Path(exists=True, dir_okay=False),
               help="Link this library for the routines LAPACK custom calls need.")
 @click.option("--cpp-class", metavar="NS::Name", help="Add a C++ wrapper class to the header.")

@@ -480,3 +480,42 @@ ENTRY e {{
         outs.append((out / "out0.bin").read_bytes())
     assert outs[0] == outs[1] == outs[2]
     assert np.array_equal(np.frombuffer(outs[0], np.float32), compile_module(module).run(ins))
+
+
+REF_CBLAS = r"""
+/* A reference LP64 cblas_sgemm (row-major only), standing in for a system BLAS. */
+int calls;
+void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float* a,
+                 int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  if (order != 101) return;
+  ++calls;
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = 0;
+      for (int p = 0; p < k; ++p)
+        s += (double)(ta == 111 ? a[i * lda + p] : a[p * lda + i]) *
+             (tb == 111 ? b[p * ldb + j] : b[j * ldb + p]);
+      c[i * ldc + j] = (float)(alpha * s + (beta == 0 ? 0 : beta * c[i * ldc + j]));
+    }
+}
+"""
+
+
+@needs_cc
+def test_blas_option_links_a_standard_cblas(tmp_path):
+    src = tmp_path / "refblas.c"
+    src.write_text(REF_CBLAS)
+    blas = tmp_path / "librefblas.so"
+    _cc("-shared", "-fPIC", "-O1", src, "-o", blas)
+    module = _dot_module(200, 150, 300, "f32", lhs_layout="{0,1}")
+    so = tmp_path / "libm.so"
+    lib = compile_library(module, str(so), name="m", blas=str(blas))
+    assert "cblas_sgemm" in lib.undefined and not any("scipy" in s for s in lib.undefined)
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((200, 300)).astype(np.float32), rng.standard_normal((300, 150)).astype(np.float32)
+    clib = CLib(so, "m", lib, module)
+    rc, got = clib.call([np.ascontiguousarray(a.T), b])       # lhs layout {0,1}: column-major bytes
+    assert rc == 0
+    ref = a.astype(np.float64) @ b                # the reference BLAS sums in double
+    assert np.abs(got[0] - ref).max() <= 1e-6 * np.abs(ref).max()
+    assert ctypes.c_int.in_dll(ctypes.CDLL(str(blas)), "calls").value == 1

@@ -23,6 +23,7 @@ __all__ = ["compile_library", "Library"]
 
 _SCIPY_GEMM = {"scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", "scipy_cblas_cgemm64_",
                "scipy_cblas_zgemm64_"}
+_CBLAS = {"cblas_sgemm", "cblas_dgemm", "cblas_cgemm", "cblas_zgemm"}
 
 
 @dataclass
@@ -55,9 +56,10 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
                     cpp_class: str | None = None, cc: str | None = None,
                     source: str = "", cache_dir=None) -> Library:
     """Write `path` (.o, .a or .so) and, when asked, the C header. `module` is compiled as
-    it is (run the HLO pipeline first if wanted). `blas`: a library exporting NumPy's
-    OpenBLAS gemm symbols (`scipy_cblas_?gemm64_`, e.g. NumPy's own libscipy_openblas64_)
-    to call instead of the emitted GEMM, which gives the JIT's bits for large dots too;
+    it is (run the HLO pipeline first if wanted). `blas`: a library to call for large dots
+    instead of the emitted GEMM: a standard cblas (`cblas_?gemm`, `int` sizes), or one
+    exporting NumPy's OpenBLAS symbols (`scipy_cblas_?gemm64_`, e.g. NumPy's own
+    libscipy_openblas64_), which gives the JIT's bits for large dots too;
     `lapack`: a library providing what LAPACK custom calls need. `cache_dir`: the object
     cache (hloc.backend.cache), keyed also by the target, CPU and features."""
     from ..backend import gemm  # noqa: F401
@@ -77,10 +79,11 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
     target = Target(triple, cpu, features)
     if kind == ".so" and target.triple != Target().triple:
         cc = cc or _cross_cc(target.triple)
-    options = Options(numerics, opt_level, gemm="blas" if blas else "emitted")
+    interface = _blas_interface(blas, target) if blas else "emitted"
+    options = Options(numerics, opt_level, gemm=interface)
     low = lower_library(module, options, prefix, target.triple, target.data_layout, threads)
     obj = _object(low.ir_text, options, target, cache_dir, prefix, low.exports)
-    extra = frozenset(_SCIPY_GEMM) if blas else frozenset()
+    extra = {"blas": frozenset(_SCIPY_GEMM), "cblas": frozenset(_CBLAS)}.get(interface, frozenset())
     libs = [os.path.abspath(p) for p in (blas, lapack) if p]
     if lapack:
         from ..backend import runtime
@@ -117,6 +120,24 @@ def _object(ir_text: str, options, target, cache_dir, prefix, exports) -> bytes:
         obj = target.emit_object(ir_text, options, prefix, exports)
         cache.put(key, obj)
     return obj
+
+
+def _blas_interface(path: str, target) -> str:
+    """"blas" (NumPy's ILP64 scipy_ symbols, what the JIT calls) or "cblas" (standard LP64),
+    from what the library exports; a library for another target is taken as standard."""
+    from .target import Target
+    if target.triple != Target().triple:
+        return "cblas"
+    import ctypes
+    try:
+        lib = ctypes.CDLL(os.path.abspath(path))
+    except OSError as e:
+        raise InputError(f"--blas {path}: cannot be loaded ({e})") from None
+    if hasattr(lib, "scipy_cblas_sgemm64_"):
+        return "blas"
+    if hasattr(lib, "cblas_sgemm"):
+        return "cblas"
+    raise InputError(f"--blas {path}: exports neither cblas_sgemm nor scipy_cblas_sgemm64_")
 
 
 def _cross_cc(triple: str) -> str:

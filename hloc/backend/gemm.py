@@ -107,6 +107,44 @@ def gemm_function(mcx, dt) -> ir.Function:
     return fn
 
 
+CBLAS = {"f32": "cblas_sgemm", "f64": "cblas_dgemm", "c64": "cblas_cgemm", "c128": "cblas_zgemm"}
+INT_MAX = (1 << 31) - 1
+
+
+def function_for(mcx, dt) -> ir.Function:
+    """What hloc.backend.blas calls for Options.gemm "emitted" or "cblas"."""
+    return cblas_function(mcx, dt) if mcx.options.gemm == "cblas" else gemm_function(mcx, dt)
+
+
+def cblas_function(mcx, dt) -> ir.Function:
+    """`hloc.cblas.<t>`: the same ILP64 signature onto a standard (LP64, `int` sizes)
+    `cblas_?gemm` of a linked BLAS (`hloc compile --blas`); a size past INT_MAX, which an
+    LP64 BLAS cannot take, goes to the emitted GEMM instead."""
+    name = f"hloc.cblas.{dt.name}"
+    fn = mcx._decls.get(name)
+    if fn is not None:
+        return fn
+    inner = gemm_function(mcx, dt)
+    ftype = inner.function_type
+    fn = ir.Function(mcx.module, ftype, name=name)
+    fn.linkage = "internal"
+    mcx._decls[name] = fn
+    narrow = [I32 if a == I64 else a for a in ftype.args]
+    ext = mcx.intrinsic(CBLAS[dt.name], VOID, narrow)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    wide = [a for a in fn.args if a.type == I64]
+    big = b.icmp_signed(">", wide[0], i64(INT_MAX))
+    for a in wide[1:]:
+        big = b.or_(big, b.icmp_signed(">", a, i64(INT_MAX)))
+    with b.if_else(big) as (large, small):
+        with large:
+            b.call(inner, list(fn.args))
+        with small:
+            b.call(ext, [b.trunc(a, I32) if a.type == I64 else a for a in fn.args])
+    b.ret_void()
+    return fn
+
+
 def _fma(mcx, ty):
     suffix = f"v{ty.count}{'f32' if ty.element == F32 else 'f64'}" if isinstance(ty, ir.VectorType) \
         else ("f32" if ty == F32 else "f64")
