@@ -20,7 +20,8 @@ import click
 @click.option("--target", "triple", metavar="TRIPLE",
               help="LLVM target triple (default: this machine), e.g. aarch64-unknown-linux-gnu.")
 @click.option("--cpu", metavar="NAME",
-              help="CPU to tune for (default: this machine's for the host target, else generic).")
+              help="CPU to generate code for (default: this machine's, whose instruction set the "
+                   "library then needs; e.g. x86-64-v3 for any AVX2 machine; other targets: generic).")
 @click.option("--features", metavar="LIST", help="LLVM target features, e.g. +neon,+fp-armv8.")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Threads large kernels use in PREFIX_run (PREFIX_run_with sets it per call).")

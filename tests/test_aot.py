@@ -519,3 +519,24 @@ def test_blas_option_links_a_standard_cblas(tmp_path):
     ref = a.astype(np.float64) @ b                # the reference BLAS sums in double
     assert np.abs(got[0] - ref).max() <= 1e-6 * np.abs(ref).max()
     assert ctypes.c_int.in_dll(ctypes.CDLL(str(blas)), "calls").value == 1
+
+
+@pytest.mark.parametrize("cpu", ["x86-64", "x86-64-v3"])
+def test_portable_cpu(cpu, tmp_path, cache):
+    """Code for an older x86 CPU than the host's (SSE2 or AVX2 vectors, the GEMM's 6-row
+    tiles) still matches XLA's values."""
+    from hloc.backend import jit
+    if not jit.host()[3].startswith("x86_64"):
+        pytest.skip("x86-64 host only")
+    ins, outs = _io("mlp_train_step")
+    module, lib, path = _build("mlp_train_step", tmp_path, cache, cpu=cpu)
+    assert lib.cpu == cpu
+    rc, got = CLib(path, "m", lib, module).call(_arg_buffers(module, ins))
+    assert rc == 0 and all(near(e, a, SPEC).ok for e, a in zip(outs, got))
+    gemm = _dot_module(70, 90, 110, "f32")
+    lib = compile_library(gemm, str(tmp_path / "libg.so"), name="m", cpu=cpu)
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((70, 110)).astype(np.float32), rng.standard_normal((110, 90)).astype(np.float32)
+    rc, got = CLib(tmp_path / "libg.so", "m", lib, gemm).call([a, b])
+    native = compile_module(gemm, gemm="emitted").run([a, b])
+    assert rc == 0 and _same_bits(native, got[0])      # same per-element fma order on any tiling

@@ -77,8 +77,17 @@ _LIBM = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", 
          "cbrt", "erf", "erfc", "acos", "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh",
          "pow", "atan2", "fmod", "hypot", "fma", "sqrt", "floor", "ceil", "trunc", "round",
          "rint", "nearbyint", "fabs", "copysign", "fmin", "fmax", "lgamma", "tgamma", "ldexp",
-         "remainder")
-SYSTEM = frozenset({*_LIBM, *(f + "f" for f in _LIBM), "memcpy", "memset", "memmove",
+         "remainder", "roundeven", "lround", "llround", "lrint", "llrint", "scalbn", "nextafter",
+         "sincos", "exp10")
+# The C compiler's runtime (libgcc / compiler-rt), which every `cc` link brings: what LLVM
+# calls for half/bfloat conversions, complex division and 128-bit integers on CPUs without
+# the instructions.
+_CRT = ("__extendhfsf2", "__truncsfhf2", "__truncdfhf2", "__extendhfdf2", "__truncsfbf2",
+        "__truncdfbf2", "__extendbfsf2", "__powisf2", "__powidf2", "__mulsc3", "__muldc3",
+        "__divsc3", "__divdc3", "__divti3", "__udivti3", "__modti3", "__umodti3",
+        "__fixsfti", "__fixdfti", "__fixunssfti", "__fixunsdfti", "__floattisf", "__floattidf",
+        "__floatuntisf", "__floatuntidf", "__multi3", "__muloti4")
+SYSTEM = frozenset({*_LIBM, *(f + "f" for f in _LIBM), *_CRT, "memcpy", "memset", "memmove",
                     "pthread_create", "pthread_join", "__tls_get_addr"})
 
 
@@ -94,6 +103,6 @@ def check_symbols(obj: bytes, extra: frozenset = frozenset(), linked: str = "") 
     if bad:
         raise UnsupportedError(
             f"unsupported: the compiled module calls {', '.join(bad)}, which is not in libc, "
-            f"libm or libpthread{linked}; pass --lapack PATH (LAPACK routines) or --blas PATH "
-            "with a library that exports them")
+            f"libm, libpthread or the C compiler's runtime{linked}; pass the library that "
+            "exports them (--lapack PATH for LAPACK routines, --blas PATH for BLAS)")
     return undefined
