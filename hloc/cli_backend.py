@@ -59,6 +59,10 @@ class CpuBackend:
     def execute(self, prepared, args: list):
         return prepared.run(args)
 
+    def execute_devices(self, prepared, args_per_device: list) -> list:
+        from .backend.device_runtime import run_devices
+        return run_devices(prepared, args_per_device)
+
     def json_extra(self) -> dict:
         return {"numerics": self.numerics, "cache_hit": self.cache_hit,
                 "threads": getattr(self, "used_threads", self.threads)}

@@ -41,8 +41,28 @@ def report_devices(m, result, output, as_json, print_values, print_all, print_li
             raise SystemExit(1)
 
 
+def _rank_body(m, backend, seed):
+    """(runner name, body(interpreter, args)) of one rank on `backend`: the interpreter,
+    or compiled code (configured by the CLI) whose collectives meet through MPI."""
+    if backend == "interpreter":
+        return "Interpreter", None
+    if backend != "cpu":
+        from .diagnostics import UnsupportedError
+        raise UnsupportedError(f"unsupported: --backend {backend} under mpirun (interpreter "
+                               f"and cpu run one device per process)")
+    from .backend.device_runtime import DeviceExecutable
+    from .runner import get_backend
+    impl = get_backend("cpu")
+    impl.load()
+    exe = impl.prepare(m, seed=seed)
+    if isinstance(exe, DeviceExecutable):
+        return "CPU", exe.run_on
+    return "CPU", lambda interp, args: exe.run(args)
+
+
 def run_mpi(m, comm, n, inputs, literals, positional, seed, use_large_float_range, output,
-             as_json, print_values, print_all, expected, abs_error_bound, rel_error_bound):
+             as_json, print_values, print_all, expected, abs_error_bound, rel_error_bound,
+             backend="interpreter"):
     """One device per MPI process (hloc.interp.mpi_devices); rank 0 reports for all, as
     the in-process run does. A failing rank prints its error and aborts the MPI job."""
     import time
@@ -64,8 +84,9 @@ def run_mpi(m, comm, n, inputs, literals, positional, seed, use_large_float_rang
             args = make_fake_arguments(m, seed=seed + rank,
                                        use_large_float_range=use_large_float_range)
         from . import interp  # noqa: F401  (registers every evaluation)
+        runner, body = _rank_body(m, backend, seed)
         t0 = time.perf_counter()
-        values = run_rank(m, args, comm, seed=seed)
+        values = run_rank(m, args, comm, seed=seed, body=body)
         dt = time.perf_counter() - t0
     except HlocError as e:
         click.echo(f"[rank {rank}] {e.render()}", err=True)
@@ -77,9 +98,9 @@ def run_mpi(m, comm, n, inputs, literals, positional, seed, use_large_float_rang
         raise
     if rank != 0:
         return
-    click.echo(f"execution time for runner Interpreter (MPI, {n} processes): {dt:g}s.",
+    click.echo(f"execution time for runner {runner} (MPI, {n} processes): {dt:g}s.",
                err=True)
-    result = RunResult(m.name, "interpreter-mpi", m.entry.root.shape, values, run_s=[dt],
+    result = RunResult(m.name, f"{backend}-mpi", m.entry.root.shape, values, run_s=[dt],
                        devices=n)
     report_devices(m, result, output, as_json, print_values or print_all, print_all, False,
-                    "Interpreter", expected, abs_error_bound, rel_error_bound)
+                    runner, expected, abs_error_bound, rel_error_bound)

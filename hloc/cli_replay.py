@@ -198,7 +198,10 @@ def _replay_single(path, config, inputs_spec, output_literals_file, progress) ->
     inputs = None
     if inputs_spec is not None:
         from .inputs import bind_arguments, read_inputs
-        inputs = bind_arguments(module, read_inputs(*inputs_spec))
+        from .multidevice import bind_per_device, device_plan
+        n = device_plan(module, None)
+        inputs = bind_arguments(module, read_inputs(*inputs_spec)) if n == 1 else \
+            bind_per_device(module, read_inputs(*inputs_spec), n, positional=False)
     outcome = replay_module(module, config, path=path, inputs=inputs,
                             out=click.echo, err=lambda s: click.echo(s, err=True),
                             progress=progress)
@@ -234,8 +237,26 @@ def _isolate(path, config, inputs_spec, progress) -> int:
 
 
 def write_literals(path, module, outcome) -> None:
-    """Arguments and both results of every iteration as one .npz."""
-    from .inputs import flatten_leaves, save_npz
+    """Arguments and both results of every iteration as one .npz (per-device runs: each
+    array with a leading device axis, as `hloc run --output` writes them)."""
+    from .inputs import save_npz
+    if outcome.devices > 1:
+        import dataclasses
+
+        import numpy as np
+        per = [write_literals_arrays(module, dataclasses.replace(
+            outcome, devices=1, arguments=[a[d] for a in outcome.arguments],
+            test_values=[v[d] if v is not None else None for v in outcome.test_values],
+            reference_values=[v[d] if v is not None else None
+                              for v in outcome.reference_values]))
+            for d in range(outcome.devices)]
+        save_npz(path, {k: np.stack([p[k] for p in per]) for k in per[0]})
+        return
+    save_npz(path, write_literals_arrays(module, outcome))
+
+
+def write_literals_arrays(module, outcome) -> dict:
+    from .inputs import flatten_leaves
     arrays = {}
     shape = module.entry.root.shape
     many = len(outcome.arguments) > 1
@@ -249,7 +270,7 @@ def write_literals(path, module, outcome) -> None:
             if value is not None:
                 for k, leaf in enumerate(flatten_leaves(value, shape)):
                     arrays[f"{pre}{side}.out{k}"] = leaf
-    save_npz(path, arrays)     # (raises InputError itself when the file cannot be written)
+    return arrays
 
 
 def load_one(path, command, progress):

@@ -188,9 +188,12 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
         comm = md.mpi_comm(os.environ)
         if comm is not None:
             from .cli_devices import run_mpi
+            if backend == "cpu":
+                from .cli_backend import configure_cpu
+                configure_cpu(numerics=numerics, opt=hlo_opt, threads=threads or 1)
             return run_mpi(m, comm, n, inputs, literals, positional, seed,
                             use_large_float_range, output, as_json, print_values, print_all,
-                            expected, abs_error_bound, rel_error_bound)
+                            expected, abs_error_bound, rel_error_bound, backend=backend)
         if inputs or literals:
             read = read_inputs(inputs, literals)
             if positional and any(i.name is not None for i in read):

@@ -13,6 +13,13 @@ optimised again unless `run_test_passes` is True; the report says so. Fake argum
 made by hloc.fake_args with one random engine per file that continues across iterations,
 as run_hlo_module's does; `--different_random_seeds` gives iteration i the module seed
 i + 1 (that affects rng ops, not the arguments).
+
+A partitioned multi-device dump (replica_count x num_partitions = N > 1 and not a global
+view; hloc.multidevice.device_plan) runs on N devices on both sides, as XLA's
+HloRunner::ExecuteReplicated does; each device gets its own fake arguments from the
+file's engine (devices 0..N-1 in turn) or its share of per-device inputs (leading device
+axis), and the comparison is per device: device d's test result against device d's
+reference result, each reported.
 """
 from __future__ import annotations
 
@@ -65,6 +72,7 @@ class ReplayOutcome:
     arguments: list = field(default_factory=list)          # per iteration
     test_values: list = field(default_factory=list)
     reference_values: list = field(default_factory=list)
+    devices: int = 1               # > 1: arguments and values hold one entry per device
 
 
 def runner_name(backend: str) -> str:
@@ -108,13 +116,14 @@ def reference_skip_reason(module) -> str | None:
     return None
 
 
-def run_side(module, args: list, backend: str, seed: int):
-    """(value, compile+run seconds, run seconds) of `module` on `backend`."""
+def run_side(module, args: list, backend: str, seed: int, devices: int = 1):
+    """(value, compile+run seconds, run seconds) of `module` on `backend`; with
+    `devices` > 1, `args` and the value hold one entry per device."""
     from .runner import get_backend, run_module
     impl = _as_given(get_backend(backend))
     t0 = time.perf_counter()
-    result = _run_prepared(impl, module, args, seed) if impl is not None else \
-        run_module(module, args, backend=backend, seed=seed)
+    result = _run_prepared(impl, module, args, seed, devices) if impl is not None else \
+        run_module(module, args, backend=backend, seed=seed, devices=devices)
     total = time.perf_counter() - t0
     return result.value, total, (result.run_s[-1] if result.run_s else total)
 
@@ -130,12 +139,13 @@ def _as_given(impl):
     return plain
 
 
-def _run_prepared(impl, module, args, seed):
+def _run_prepared(impl, module, args, seed, devices=1):
     from .runner import RunResult
     impl.load()
     prepared = impl.prepare(module, seed=seed)
     t0 = time.perf_counter()
-    value = impl.execute(prepared, list(args))
+    value = impl.execute(prepared, list(args)) if devices == 1 else \
+        impl.execute_devices(prepared, [list(a) for a in args])
     return RunResult(module.name, impl.name, module.entry.root.shape, value,
                      run_s=[time.perf_counter() - t0])
 
@@ -150,10 +160,13 @@ def replay_module(module, config: ReplayConfig, *, path: str = "", inputs: list 
                   err: Callable[[str], None] = lambda s: None, progress=None) -> ReplayOutcome:
     """Run `module` as run_hlo_module runs one file; errors (HlocError) propagate."""
     from .fake_args import make_fake_arguments
+    from .multidevice import device_plan
     from .progress import NULL
     from .runner import argument_text
     progress = progress or NULL
-    outcome = ReplayOutcome(path=path, module=module.name, iterations=config.iterations)
+    n = device_plan(module, None)
+    outcome = ReplayOutcome(path=path, module=module.name, iterations=config.iterations,
+                            devices=n)
     out(f"\n ** Running {path or module.name}** ")
     after = is_after_optimizations(module, path)
     optimise = config.run_test_passes if config.run_test_passes is not None else after is None
@@ -187,20 +200,22 @@ def replay_module(module, config: ReplayConfig, *, path: str = "", inputs: list 
             args = list(inputs)
         else:
             with progress.phase("fake arguments"):
-                args = make_fake_arguments(module, rng=rng,
-                                           use_large_float_range=config.use_large_float_range)
+                args = [make_fake_arguments(module, rng=rng,
+                                            use_large_float_range=config.use_large_float_range)
+                        for _ in range(n)]
+                args = args[0] if n == 1 else args
         seed = i + 1 if config.different_random_seeds else DEFAULT_SEED
         if config.print_literals:
-            out(argument_text(module, args))
+            out(_per_device(n, args, lambda a: argument_text(module, a)))
         err(f"Running HLO module with runner {test_name}...")
         with progress.phase("run", f"test ({config.test_backend})"):
-            test_value, total, run_s = run_side(test_module, args, config.test_backend, seed)
+            test_value, total, run_s = run_side(test_module, args, config.test_backend, seed, n)
         outcome.test_s += total
         err(f"... compiled and ran in {total:g}s.")
         err(f"execution time for runner {test_name}: {run_s:g}s.")
         if config.print_literals:
-            out(f"** Result with test runner {test_name} **\n"
-                f"{_literal(test_module.entry.root.shape, test_value)}")
+            out(f"** Result with test runner {test_name} **\n" + _per_device(
+                n, test_value, lambda v: _literal(test_module.entry.root.shape, v)))
         ref_value = None
         if not config.reference_backend:
             err("Skipping reference runner")
@@ -210,17 +225,20 @@ def replay_module(module, config: ReplayConfig, *, path: str = "", inputs: list 
             err(f"Running HLO module with runner {ref_name}...")
             with progress.phase("run", f"reference ({config.reference_backend})"):
                 ref_value, total, run_s = run_side(ref_module, args, config.reference_backend,
-                                                  seed)
+                                                  seed, n)
             outcome.reference_s += total
             err(f"... compiled and ran in {total:g}s.")
             err(f"execution time for runner {ref_name}: {run_s:g}s.")
             if config.print_literals:
-                out(f"** Result with reference runner {ref_name} **\n"
-                    f"{_literal(module.entry.root.shape, ref_value)}")
+                out(f"** Result with reference runner {ref_name} **\n" + _per_device(
+                    n, ref_value, lambda v: _literal(module.entry.root.shape, v)))
         outcome.arguments.append(args)
         outcome.test_values.append(test_value)
         outcome.reference_values.append(ref_value)
-        if ref_value is not None:
+        if ref_value is not None and n > 1:
+            _compare_devices(module, test_module, ref_value, test_value, config.spec, outcome,
+                             err, f"{test_name} and {ref_name}")
+        elif ref_value is not None:
             result = compare_values(module, test_module, ref_value, test_value, config.spec)
             outcome.elements = result.elements
             if result.ok:
@@ -233,6 +251,33 @@ def replay_module(module, config: ReplayConfig, *, path: str = "", inputs: list 
     err(f"{outcome.failed_runs}/{config.iterations} runs failed.")
     outcome.ok = outcome.failed_runs == 0
     return outcome
+
+
+def _per_device(n: int, values, text) -> str:
+    """`text(value)`, or per device under `** device d **` headers."""
+    if n == 1:
+        return text(values)
+    return "\n".join(f"** device {d} **\n{text(v)}" for d, v in enumerate(values))
+
+
+def _compare_devices(module, test_module, expected: list, actual: list, spec, outcome, err,
+                     sides: str) -> None:
+    """Near per device (device d's reference against device d's test result)."""
+    bad = []
+    outcome.elements = 0
+    for d, (e, a) in enumerate(zip(expected, actual)):
+        result = compare_values(module, test_module, e, a, spec)
+        outcome.elements += result.elements
+        if not result.ok:
+            bad.append(d)
+            outcome.mismatches = result.mismatches
+            outcome.message = outcome.message or \
+                f"device {d}: " + result.messages[0].split("\n")[0]
+            err(f"INVALID_ARGUMENT: device {d}: {result.message}")
+    if bad:
+        outcome.failed_runs += 1
+    else:
+        err(f"\n** Results on {sides} are close enough on all {len(expected)} devices. **")
 
 
 def compare_values(module, test_module, expected, actual, spec: ErrorSpec) -> CompareResult:

@@ -57,6 +57,11 @@ BOUNDS: dict[str, Bound] = {
     "tests/test_fusion.py::test_refusing_xla_dumps_gives_xla_partition": _b(83, shared=False),
     "tests/test_roundtrip_dumps.py::test_dump_prints_back_byte_for_byte": _b(166, shared=False),
     "tests/test_opt_passes.py::test_opt_case": _b(143, shared=False),
+    # multi-device, compiled (testdata/multidevice; corpus values from XLA:CPU)
+    "tests/test_compiled_multidevice.py::"
+    "test_after_dump_compiled_on_4_devices_gives_jax_and_interpreter_values": _b(7, shared=False),
+    "tests/test_compiled_multidevice.py::"
+    "test_corpus_module_compiled_gives_xla_results_on_every_device": _b(5),
 }
 
 

@@ -65,19 +65,36 @@ def test_mpirun_with_the_wrong_process_count_fails_without_hanging():
 
 
 def test_ranks_that_do_not_meet_fail_without_hanging(tmp_path):
-    add = "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT c = f32[] add(a, b) }"
-    text = f"""HloModule m, num_partitions=2
-{add}
-t {{ a = f32[2] parameter(0)
- ROOT r = f32[2] all-reduce(a), channel_id=1, replica_groups={{{{0,1}}}},
-   use_global_device_ids=true, to_apply=add }}
-f {{ ROOT a = f32[2] parameter(0) }}
-ENTRY e {{ x = f32[2] parameter(0)
- p = u32[] partition-id()
- z = u32[] constant(0)
- c = pred[] compare(p, z), direction=EQ
- ROOT r = f32[2] conditional(c, x, x), true_computation=t, false_computation=f }}"""
+    from test_multidevice import NOT_MEETING as text
     f = tmp_path / "m.hlo"
     f.write_text(text)
     r = _mpirun(2, [str(f)])
     assert r.returncode != 0 and "finished without reaching all-reduce" in r.stderr, r.stderr
+    r = _mpirun(2, [str(f), "--backend", "cpu"])
+    assert r.returncode != 0 and "finished without reaching all-reduce" in r.stderr, r.stderr
+
+
+def test_mpirun_compiled_gives_the_in_process_compiled_results_bit_for_bit(tmp_path):
+    """--backend cpu under mpirun: compiled code per rank, collectives through MPI; the
+    same bits as the in-process compiled run (and, in ieee numerics, the interpreter's)."""
+    f = str(MD / "dp_mlp_step.after_optimizations.hlo")
+    dev = str(MD / "dp_mlp_step.devices.npz")
+    outs = {}
+    for numerics in ("xla-cpu", "ieee"):
+        flags = ["--inputs", dev, "--backend", "cpu", "--numerics", numerics]
+        r = _mpirun(4, [f, *flags, "--expected", dev, "--output", str(tmp_path / "m.npz")])
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "runner CPU (MPI, 4 processes)" in r.stderr
+        assert "outputs match on 4 devices" in r.stdout
+        inproc = subprocess.run([sys.executable, "-m", "hloc", "run", f, *flags, "--output",
+                                 str(tmp_path / "i.npz")], capture_output=True, text=True)
+        assert inproc.returncode == 0, inproc.stderr
+        outs[numerics] = hloc.load_outputs(tmp_path / "m.npz")
+        for a, b in zip(outs[numerics], hloc.load_outputs(tmp_path / "i.npz")):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    interp = subprocess.run([sys.executable, "-m", "hloc", "run", f, "--inputs", dev,
+                             "--backend", "interpreter", "--output", str(tmp_path / "p.npz")],
+                            capture_output=True)
+    assert interp.returncode == 0
+    for a, b in zip(outs["ieee"], hloc.load_outputs(tmp_path / "p.npz")):
+        assert a.tobytes() == b.tobytes()

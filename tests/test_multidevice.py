@@ -209,18 +209,21 @@ def test_reduce_scatter_all_to_all_permute_broadcast():
     assert [o.tolist() for o in out] == [[20, 21], [30, 31], [20, 21], [30, 31]]
 
 
-def test_devices_that_do_not_meet_fail_instead_of_hanging():
-    body = """p = u32[] partition-id()
- z = u32[] constant(0)
- c = pred[] compare(p, z), direction=EQ
- ROOT r = f32[2] conditional(c, x, x), true_computation=t, false_computation=f"""
-    text = f"""HloModule m, num_partitions=2
+# Partition 0 takes the branch with the all-reduce, partition 1 does not: they never meet.
+NOT_MEETING = f"""HloModule m, num_partitions=2
 {ADD}t {{ a = f32[2] parameter(0)
  ROOT r = f32[2] all-reduce(a), channel_id=1, replica_groups={{{{0,1}}}},
    use_global_device_ids=true, to_apply=add }}
 f {{ ROOT a = f32[2] parameter(0) }}
 ENTRY e {{ x = f32[2] parameter(0)
- {body} }}"""
+ p = u32[] partition-id()
+ z = u32[] constant(0)
+ c = pred[] compare(p, z), direction=EQ
+ ROOT r = f32[2] conditional(c, x, x), true_computation=t, false_computation=f }}"""
+
+
+def test_devices_that_do_not_meet_fail_instead_of_hanging():
+    text = NOT_MEETING
     m = hloc.parse(text)
     done = []
     t = threading.Thread(target=lambda: done.append(

@@ -26,6 +26,9 @@ Layout (one job per module):
   gemm.py         the emitted tiled GEMM those calls go to with Options(gemm="emitted")
   parallel.py     work groups per kernel and the emitted pthread runtime that splits them
   runtime.py      the allowlist of native symbols and the object-file check
+  collective_calls.py  collectives / replica-id / partition-id as device-runtime calls
+  device_runtime.py    N devices as threads meeting at collectives (DeviceExecutable)
+  global_view.py  xla.sdy.FuncResultSharding (an annotation) in global-view dumps
   jit.py          lowering, new-PM optimisation, object emission, MCJIT loading
   cache.py        the on-disk object cache
   executable.py   Executable: NumPy arguments/results bound to the native entry
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 from . import (conversions, convolution, custom_calls, elementwise, fft,  # noqa: F401
                indexing, linalg, reductions, rng, sorting, structural, windows)
+from . import global_view  # noqa: F401,E402  (sharding annotations of global-view dumps)
 from .context import Options
 from .executable import Executable
 from .jit import lower, optimize
@@ -47,7 +51,9 @@ def compile_module(module, *, numerics: str = "xla-cpu", cache_dir=None,
     """Compile `module` (as it is: run passes before if wanted) into an Executable whose
     large kernels use `threads` threads (None: the cores the process may use); large dots
     call NumPy's OpenBLAS (gemm="blas") or the emitted GEMM ("emitted", as `hloc compile`)."""
-    return Executable(module, Options(numerics, opt_level, gemm), cache_dir, threads)
+    from .device_runtime import DeviceExecutable, needs_devices
+    cls = DeviceExecutable if needs_devices(module) else Executable
+    return cls(module, Options(numerics, opt_level, gemm), cache_dir, threads)
 
 
 def emit_llvm(module, *, numerics: str = "xla-cpu", optimized: bool = True,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import blas, buffers, parallel
+from . import blas, buffers, collective_calls, parallel
 from .context import ptr_arg
 from .kernels import data_parallel, emit_kernel
 from .loops import i64
@@ -150,6 +150,8 @@ class _Emitter:
                     self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
             case "dot" if (gemm := blas.plan(inst, self.mcx.options)) is not None:
                 blas.emit_call(self, inst, gemm)
+            case _ if collective_calls.is_device_op(inst):
+                collective_calls.emit(self, inst)
             case _:
                 if any(s.dtype.kind in ("token", "opaque") for s in inst.shape.leaves()) \
                         and inst.opcode not in ("fusion",):
@@ -193,6 +195,7 @@ class _Emitter:
         b.position_at_end(head)
         b.call(cond_fn, [cur, pred_arr, callee_temp])
         go = b.icmp_unsigned("!=", b.load(self.ptr(pred), typ=I8), ir.Constant(I8, 0))
+        go = collective_calls.keep_looping(self, go)
         b.cbranch(go, body, end)
         b.position_at_end(body)
         b.call(body_fn, [cur, nxt, callee_temp])

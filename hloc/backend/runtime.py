@@ -26,7 +26,10 @@ ALLOWED = frozenset({*_LIBM_1, *_LIBM_2, *(f + "f" for f in (*_LIBM_1, *_LIBM_2)
                      "memcpy", "memset", "memmove", "pthread_create", "pthread_join"})
 BLAS = frozenset({"scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_",
                   "scipy_cblas_cgemm64_", "scipy_cblas_zgemm64_"})
-ALLOWED = ALLOWED | BLAS
+# Entries of the device runtime (hloc.backend.device_runtime: collectives between device
+# threads), resolved from its own callbacks, never from a library.
+DEVICE = frozenset({"hloc_collective"})
+ALLOWED = ALLOWED | BLAS | DEVICE
 
 _resolved: dict[str, int] | None = None
 
@@ -85,10 +88,13 @@ def resolve_all() -> dict[str, int]:
     """Address of every allowlisted symbol, registered with LLVM (once per process)."""
     global _resolved
     if _resolved is None:
-        table = {}
+        from .device_runtime import native_entries
+        table = dict(native_entries())
+        for name, addr in table.items():
+            llvm.add_symbol(name, addr)
         libs = _libraries()
         _handles.extend(libs)
-        for name in sorted(ALLOWED):
+        for name in sorted(ALLOWED - DEVICE):
             for lib in libs:
                 try:
                     addr = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value

@@ -13,8 +13,10 @@ source-target pair names this one (zeros when none), ragged-all-to-all copies ea
 sender's rows to the offsets the sender names. The -start halves compute the result and
 the -done halves pass it on. A device alone (no rendezvous) runs only collectives whose
 groups hold just itself; others raise `unsupported` naming how many devices they need.
-Not implemented (unsupported, named): the in-place (4-operand) collective-permute and
-ragged-all-to-all with 2-D offsets.
+Not implemented (unsupported, named): the in-place (4-operand) collective-permute (a
+TPU form: XLA:CPU's CollectivePermuteThunk takes only source and destination buffers, and
+jaxlib 0.10.2 cannot run the corpus's six such modules, so there is no XLA:CPU behaviour to
+follow for its multi-slice forms) and ragged-all-to-all with 2-D offsets.
 """
 from __future__ import annotations
 
@@ -205,7 +207,9 @@ def _eval_ragged_all_to_all(inst, operands, ctx):
 
 def _permute(inst, ctx, operand, out_shape):
     if inst.attrs.get("slice_sizes") is not None or len(inst.operands) == 4:
-        raise ctx.unsupported(inst, f"{inst.opcode} in its in-place (4-operand) form")
+        raise ctx.unsupported(inst, f"{inst.opcode} in its in-place (4-operand) form, which "
+                                    f"XLA:CPU does not implement either (its collective-permute "
+                                    f"thunk has no slice sizes or start indices)")
     pairs = inst.attrs.get("source_target_pairs") or ()
     if any(len(p) != 2 or min(p) < 0 for p in pairs):
         raise _malformed(inst, ctx)

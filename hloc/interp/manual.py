@@ -166,6 +166,28 @@ def _local_to_global(inst, operands, ctx):
     return tuple(outs) if hasattr(inst.shape, "elements") else outs[0]
 
 
+def device_block(inst, operands, ctx):
+    """GlobalToLocalShape on one device of an SPMD run of a global view (compiled code,
+    hloc.backend.device_runtime): this device's block of each operand."""
+    value = _global_to_local(inst, operands, ctx)
+    values = value if isinstance(value, tuple) else (value,)
+    d, n = ctx.device.id, ctx.device.replicas * ctx.device.partitions
+    if len(values[0].shards) != n:
+        raise ctx.unsupported(inst, f"a manual region on a mesh of {len(values[0].shards)} "
+                                    f"devices in a module run on {n}")
+    blocks = tuple(v.shards[d] for v in values)
+    return blocks if isinstance(value, tuple) else blocks[0]
+
+
+def gather_blocks(inst, operands, ctx):
+    """LocalToGlobalShape on one device of such a run: every device's blocks, exchanged,
+    put together into the global value(s)."""
+    n = ctx.device.replicas * ctx.device.partitions
+    values = ctx.exchange(inst, list(range(n)), tuple(operands))
+    return _local_to_global(inst, [PerShard([v[i] for v in values])
+                                   for i in range(len(operands))], ctx)
+
+
 CUSTOM_CALLS.update({
     "xla.sdy.FuncResultSharding": _identity,
     "xla.sdy.GlobalToLocalShape": _global_to_local,

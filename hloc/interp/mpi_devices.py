@@ -72,9 +72,11 @@ class MpiRendezvous:
             r.wait()
 
 
-def run_rank(module, args: list, comm, *, seed: int = 42):
+def run_rank(module, args: list, comm, *, seed: int = 42, body=None):
     """Run this rank's device of `module` on `args`; every rank's result on rank 0 (in
-    device order), None on the others."""
+    device order), None on the others. `body(interpreter, args)` runs the device (default:
+    the interpreter; compiled code: hloc.backend.device_runtime's `run_on`, whose
+    collectives meet through the same MpiRendezvous)."""
     from .core import Interpreter
     R, P = device_count(module)
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -83,6 +85,7 @@ def run_rank(module, args: list, comm, *, seed: int = 42):
                           f"num_partitions={P}); run mpirun -n {R * P}")
     rv = MpiRendezvous(comm)
     device = Device(rank // P, rank % P, R, P, rv)
-    value = Interpreter(module, seed=seed, device=device).run(args)
+    interp = Interpreter(module, seed=seed, device=device)
+    value = body(interp, args) if body is not None else interp.run(args)
     rv.finish(rank)
     return comm.gather(value, root=0)
