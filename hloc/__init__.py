@@ -6,6 +6,7 @@ Python API:
     out = hloc.run(module, x, y)           # run the ENTRY computation (also module.run(x, y))
     out = module.run(x, backend="interpreter")     # or backend="cpu": compiled with LLVM
     exe = hloc.compile(module); exe.run([x, y])    # compile once, call many times
+    hloc.compile(module, "libm.so", header="m.h")  # a C library (hloc.aot), as `hloc compile`
     args = hloc.fake_arguments(module, seed=42)   # run_hlo_module-style random inputs
     outs = hloc.load_outputs("out.npz")    # `hloc run --output` leaves, real dtypes (bf16 ...)
     dot = hloc.graph(module, around="add.5")      # DOT; hloc.graph.graph_html(...) for a page
@@ -62,15 +63,28 @@ def run(module, *args, backend: str = "interpreter", seed: int = 42):
     return run_module(module, bound, backend=backend, seed=seed).value
 
 
-def compile(module, *, numerics: str = "xla-cpu", cache_dir=None, optimize: bool | None = None):
-    """Compile `module` to native code (hloc.backend): returns an Executable whose
-    `run(args)` takes one NumPy array per ENTRY parameter (exact types, as `run`). The
-    default HLO pipeline runs first unless the module is already optimised (`optimize`
-    True/False forces it on/off); `cache_dir` enables the on-disk object cache."""
-    from .backend import compile_module
+def compile(module, path=None, *, numerics: str = "xla-cpu", cache_dir=None,
+            optimize: bool | None = None, **library):
+    """Compile `module` to native code. The default HLO pipeline runs first unless the
+    module is already optimised (`optimize` True/False forces it on/off); `cache_dir`
+    enables the on-disk object cache.
+
+    Without `path`: an in-process Executable (hloc.backend) whose `run(args)` takes one
+    NumPy array per ENTRY parameter (exact types, as `run`).
+    With `path` (OUT.so, OUT.a or OUT.o): writes a library with a C interface, as `hloc
+    compile` does, and returns its hloc.aot.Library description; `library` takes
+    hloc.aot.compile_library's options (header, name, triple, cpu, threads, blas, lapack,
+    cpp_class, cc ...)."""
     from .cli_backend import prepare_for_cpu
-    return compile_module(prepare_for_cpu(module, optimize), numerics=numerics,
-                          cache_dir=cache_dir)
+    prepare_for_cpu(module, optimize)
+    if path is not None:
+        from . import backend  # noqa: F401  (registers every emitter)
+        from .aot import compile_library
+        return compile_library(module, str(path), numerics=numerics, cache_dir=cache_dir, **library)
+    if library:
+        raise TypeError(f"compile() without a path takes no {', '.join(sorted(library))}")
+    from .backend import compile_module
+    return compile_module(module, numerics=numerics, cache_dir=cache_dir)
 
 
 def fake_arguments(module, *, seed: int = 42, use_large_float_range: bool = False) -> list:

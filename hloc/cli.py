@@ -101,12 +101,14 @@ def fmt(file, output, short, pick):
 def _add_commands() -> None:
     from .cli_backend import emit_llvm_command
     from .cli_check import check
+    from .cli_compile import compile_command
     from .cli_graph import graph
     from .cli_opt import opt
     from .cli_replay import replay
     from .cli_triage import bisect_command, reduce_command
     from .cli_run import run
     main.add_command(check)
+    main.add_command(compile_command)
     main.add_command(emit_llvm_command)
     main.add_command(graph)
     main.add_command(opt)

@@ -18,7 +18,7 @@ VALUE_TYPES = {"hloc.ir.dtypes", "hloc.ir.shape", "hloc.ir.attrs", "hloc.ir.lite
 GRAPH = {"hloc.ir.module", "hloc.ir.graph", "hloc.ir.rewriter", "hloc.ir.clone",
          "hloc.ir.call_graph"}
 REGISTRY_PREFIX = "hloc.ops"
-HIGH = ("hloc.passes", "hloc.interp", "hloc.syntax", "hloc.backend", "hloc.runner",
+HIGH = ("hloc.passes", "hloc.interp", "hloc.syntax", "hloc.backend", "hloc.aot", "hloc.runner",
         "hloc.cli", "hloc.verify", "hloc.verifier", "hloc.printer", "hloc.inputs",
         "hloc.compare", "hloc.fake_args", "hloc.graph")
 

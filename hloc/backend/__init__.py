@@ -23,6 +23,7 @@ Layout (one job per module):
   buffers.py      buffer plan: aliases, outputs in place, arena reuse by live range
   computation.py  one function per HLO computation; while/conditional/call in LLVM
   blas.py         large dots as cblas_?gemm calls (NumPy's bundled OpenBLAS)
+  gemm.py         the emitted tiled GEMM those calls go to with Options(gemm="emitted")
   parallel.py     work groups per kernel and the emitted pthread runtime that splits them
   runtime.py      the allowlist of native symbols and the object-file check
   collective_calls.py  collectives / replica-id / partition-id as device-runtime calls
@@ -45,12 +46,14 @@ __all__ = ["Options", "Executable", "compile_module", "lower", "optimize", "emit
 
 
 def compile_module(module, *, numerics: str = "xla-cpu", cache_dir=None,
-                   opt_level: int = 3, threads: int | None = None) -> Executable:
+                   opt_level: int = 3, threads: int | None = None,
+                   gemm: str = "blas") -> Executable:
     """Compile `module` (as it is: run passes before if wanted) into an Executable whose
-    large kernels use `threads` threads (None: the cores the process may use)."""
+    large kernels use `threads` threads (None: the cores the process may use); large dots
+    call NumPy's OpenBLAS (gemm="blas") or the emitted GEMM ("emitted", as `hloc compile`)."""
     from .device_runtime import DeviceExecutable, needs_devices
     cls = DeviceExecutable if needs_devices(module) else Executable
-    return cls(module, Options(numerics, opt_level), cache_dir, threads)
+    return cls(module, Options(numerics, opt_level, gemm), cache_dir, threads)
 
 
 def emit_llvm(module, *, numerics: str = "xla-cpu", optimized: bool = True,

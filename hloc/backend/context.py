@@ -24,18 +24,22 @@ from .types import I8, PTR, TypeUnsupported, opaque, storage_type
 class Options:
     """Code generation options (they are part of the object-cache key)."""
 
-    def __init__(self, numerics: str = "xla-cpu", opt_level: int = 3):
+    def __init__(self, numerics: str = "xla-cpu", opt_level: int = 3, gemm: str = "blas"):
         if numerics not in ("xla-cpu", "ieee"):
             raise ValueError(f"unknown numerics mode {numerics!r} (xla-cpu or ieee)")
+        if gemm not in ("blas", "emitted", "cblas"):
+            raise ValueError(f"unknown gemm {gemm!r} (blas, emitted or cblas)")
         self.numerics = numerics
         self.opt_level = opt_level
+        self.gemm = gemm        # large dots: NumPy's OpenBLAS, hloc.backend.gemm (the AOT default),
+        #                         or a linked LP64 cblas (AOT --blas)
 
     @property
     def xla(self) -> bool:
         return self.numerics == "xla-cpu"
 
     def key(self) -> str:
-        return f"numerics={self.numerics};O{self.opt_level}"
+        return f"numerics={self.numerics};O{self.opt_level}" + (f";gemm={self.gemm}" if self.gemm != "blas" else "")
 
 
 class ModuleContext:

@@ -1,0 +1,145 @@
+"""Ahead-of-time compilation: an HLO module as a C library (tfcompile without Bazel).
+
+`compile_library(module, "libm.so", header="m.h", name="m")` writes an object file,
+static archive or shared library holding the JIT's code for `module` (hloc.aot.lower)
+and a header describing its C ABI (hloc.aot.header). Layout:
+  abi.py     argument / result leaves: names, types, dims, layout, bytes
+  lower.py   the LLVM module: JIT functions + checked C entry points + per-call runtime
+  target.py  target machines (host or cross), object emission, the undefined-symbol check
+  link.py    .o / .a written here, .so linked by the system C compiler
+  header.py  the C header and the optional C++ wrapper class
+Large dots use the emitted GEMM (hloc.backend.gemm) unless a BLAS is given to link.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from ..backend.context import Options
+from ..diagnostics import InputError
+
+__all__ = ["compile_library", "Library"]
+
+_SCIPY_GEMM = {"scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", "scipy_cblas_cgemm64_",
+               "scipy_cblas_zgemm64_"}
+_CBLAS = {"cblas_sgemm", "cblas_dgemm", "cblas_cgemm", "cblas_zgemm"}
+
+
+@dataclass
+class Library:
+    path: str
+    header: str | None
+    prefix: str
+    triple: str
+    cpu: str
+    scratch_bytes: int
+    args: list = field(default_factory=list)
+    results: list = field(default_factory=list)
+    undefined: list = field(default_factory=list)
+
+
+def _prefix(name: str | None, path: str) -> str:
+    if name is None:
+        base = os.path.basename(path).split(".")[0]
+        name = base[3:] if base.startswith("lib") and len(base) > 3 else base
+    name = re.sub(r"[^0-9A-Za-z_]", "_", name)
+    if not name or name[0].isdigit():
+        name = "m_" + name
+    return name
+
+
+def compile_library(module, path: str, *, header: str | None = None, name: str | None = None,
+                    triple: str | None = None, cpu: str | None = None, features: str | None = None,
+                    threads: int = 1, numerics: str = "xla-cpu", opt_level: int = 3,
+                    blas: str | None = None, lapack: str | None = None,
+                    cpp_class: str | None = None, cc: str | None = None,
+                    source: str = "", cache_dir=None) -> Library:
+    """Write `path` (.o, .a or .so) and, when asked, the C header. `module` is compiled as
+    it is (run the HLO pipeline first if wanted). `blas`: a library to call for large dots
+    instead of the emitted GEMM: a standard cblas (`cblas_?gemm`, `int` sizes), or one
+    exporting NumPy's OpenBLAS symbols (`scipy_cblas_?gemm64_`, e.g. NumPy's own
+    libscipy_openblas64_), which gives the JIT's bits for large dots too;
+    `lapack`: a library providing what LAPACK custom calls need. `cache_dir`: the object
+    cache (hloc.backend.cache), keyed also by the target, CPU and features."""
+    from ..backend import gemm  # noqa: F401
+    from .header import header_text
+    from .link import link_shared, write_archive
+    from .lower import lower_library
+    from .target import Target, check_symbols
+
+    kind = os.path.splitext(path)[1]
+    if kind not in (".o", ".a", ".so"):
+        raise InputError(f"output {path!r}: the name must end in .o, .a or .so")
+    if not 1 <= int(threads) <= 64:
+        raise InputError(f"--threads {threads}: must be 1..64")
+    if cpp_class is not None and not re.fullmatch(r"[A-Za-z_]\w*(::[A-Za-z_]\w*)*", cpp_class):
+        raise InputError(f"--cpp-class {cpp_class!r}: expected NS::Name (C++ identifiers)")
+    prefix = _prefix(name, path)
+    target = Target(triple, cpu, features)
+    if kind == ".so" and target.triple != Target().triple:
+        cc = cc or _cross_cc(target.triple)
+    interface = _blas_interface(blas, target) if blas else "emitted"
+    options = Options(numerics, opt_level, gemm=interface)
+    low = lower_library(module, options, prefix, target.triple, target.data_layout, threads)
+    obj = _object(low.ir_text, options, target, cache_dir, prefix, low.exports)
+    extra = {"blas": frozenset(_SCIPY_GEMM), "cblas": frozenset(_CBLAS)}.get(interface, frozenset())
+    libs = [os.path.abspath(p) for p in (blas, lapack) if p]
+    if lapack:
+        from ..backend import runtime
+        extra = extra | (frozenset(runtime.undefined_symbols(obj)) - frozenset({"hloc_aot_ctx"}))
+    undefined = check_symbols(obj, extra)
+    if kind == ".o":
+        with open(path, "wb") as f:
+            f.write(obj)
+    elif kind == ".a":
+        write_archive(path, obj, prefix + ".o", [f"{prefix}_run", f"{prefix}_run_with"])
+    else:
+        link_shared(path, obj, libs, cc=cc, soname=os.path.basename(path))
+    if header:
+        note = ""
+        if libs:
+            note = "also " + ", ".join(libs)
+        with open(header, "w") as f:
+            f.write(header_text(low, module.name, source or "MODULE", target, cpp_class, note))
+    return Library(path, header, prefix, target.triple, target.cpu, low.scratch, low.args,
+                   low.results, undefined)
+
+
+def _object(ir_text: str, options, target, cache_dir, prefix, exports) -> bytes:
+    import llvmlite
+    import llvmlite.binding as llvm
+
+    from .. import __version__
+    from ..backend.cache import ObjectCache, cache_key
+    cache = ObjectCache(cache_dir)
+    key = cache_key("aot", prefix, ir_text, options.key(), target.triple, target.cpu, target.features,
+                    __version__, llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)))
+    obj = cache.get(key)
+    if obj is None:
+        obj = target.emit_object(ir_text, options, prefix, exports)
+        cache.put(key, obj)
+    return obj
+
+
+def _blas_interface(path: str, target) -> str:
+    """"blas" (NumPy's ILP64 scipy_ symbols, what the JIT calls) or "cblas" (standard LP64),
+    from what the library exports; a library for another target is taken as standard."""
+    from .target import Target
+    if target.triple != Target().triple:
+        return "cblas"
+    import ctypes
+    try:
+        lib = ctypes.CDLL(os.path.abspath(path))
+    except OSError as e:
+        raise InputError(f"--blas {path}: cannot be loaded ({e})") from None
+    if hasattr(lib, "scipy_cblas_sgemm64_"):
+        return "blas"
+    if hasattr(lib, "cblas_sgemm"):
+        return "cblas"
+    raise InputError(f"--blas {path}: exports neither cblas_sgemm nor scipy_cblas_sgemm64_")
+
+
+def _cross_cc(triple: str) -> str:
+    arch = triple.split("-")[0]
+    return f"{arch}-linux-gnu-gcc"

@@ -1,0 +1,257 @@
+"""An HLO module as the LLVM module of a library: the JIT's code plus a C entry point.
+
+Every computation and kernel function comes from the JIT's emitters unchanged
+(hloc.backend.computation.Functions); what differs from hloc.backend.jit.lower:
+
+* the entry points `int PREFIX_run(args, results, scratch)` and
+  `int PREFIX_run_with(args, results, scratch, const PREFIX_config*)`, which check what
+  can be checked (null and misaligned pointers, results overlapping other buffers, a bad
+  thread count) and return an error code (hloc.aot.header lists them) before any code runs;
+* the work-group runtime reads its thread count and the caller's optional thread-pool
+  callback from the call's config through one thread-local pointer, set on entry and
+  restored on return: the library has no other state, so two threads may run at once
+  (the JIT's runtime reads a module global that the Executable sets instead);
+* FTZ/DAZ (xla-cpu numerics) is set per target (MXCSR on x86-64, FPCR.FZ on aarch64),
+  and again in pool tasks, which do not inherit the caller's floating-point state.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..backend import parallel
+from ..backend.computation import Functions
+from ..backend.context import ModuleContext, Options
+from ..backend.loops import for_range, i64
+from ..backend.types import I8, I32, I64, PTR, VOID, opaque
+from .abi import argument_leaves, result_leaves
+
+CTX = "hloc_aot_ctx"                # the thread-local config pointer
+CONFIG_T = ir.LiteralStructType([I64, PTR, PTR])     # threads, parallel_for, pool
+POOL_T = ir.FunctionType(VOID, [PTR, I64, PTR, PTR])  # (pool, n, task_fn, task_arg)
+TASK_FN_T = ir.FunctionType(VOID, [PTR, I64])
+
+OK, ERR_NULL, ERR_ALIGN, ERR_OVERLAP, ERR_THREADS = 0, 1, 2, 3, 4
+ERRORS = {
+    OK: ("OK", "success"),
+    ERR_NULL: ("ERR_NULL_POINTER", "args, results or scratch (when SCRATCH_BYTES > 0) is NULL, "
+                                   "or so is a buffer of non-zero size"),
+    ERR_ALIGN: ("ERR_ALIGNMENT", "a buffer is not aligned to its element size, or scratch to "
+                                 "SCRATCH_ALIGN bytes"),
+    ERR_OVERLAP: ("ERR_OVERLAP", "a result buffer or scratch overlaps another buffer"),
+    ERR_THREADS: ("ERR_THREADS", "config->threads is not in 1..MAX_THREADS"),
+}
+SCRATCH_ALIGN = 64
+
+
+class Lowered:
+    def __init__(self, ir_text, scratch, args, results, prefix, threads):
+        self.ir_text, self.scratch = ir_text, scratch
+        self.args, self.results = args, results
+        self.prefix, self.threads = prefix, threads
+        self.exports = (f"{prefix}_run", f"{prefix}_run_with")
+
+
+def lower_library(module, options: Options, prefix: str, triple: str, data_layout: str,
+                  threads: int = 1) -> Lowered:
+    mcx = ModuleContext(module.name, options, triple, data_layout)
+    ctx = ir.GlobalVariable(mcx.module, PTR, name=CTX)
+    ctx.initializer = ir.Constant(PTR, None)
+    ctx.linkage = "internal"
+    arch = triple.split("-")[0]
+    fpenv = _FpEnv(mcx, arch) if options.xla else None
+    _install_parallel(mcx, ctx, fpenv)
+    fns = Functions(mcx)
+    entry = fns.compile(module.entry)
+    scratch = fns.arena(module.entry)
+    args, results = argument_leaves(module.entry), result_leaves(module.entry)
+    run_with = _run_with(mcx, prefix, entry, ctx, fpenv, args, results, scratch, threads)
+    run = ir.Function(mcx.module, ir.FunctionType(I32, [PTR, PTR, PTR]), name=f"{prefix}_run")
+    b = ir.IRBuilder(run.append_basic_block("entry"))
+    b.ret(b.call(run_with, [*run.args, ir.Constant(PTR, None)]))
+    text = str(mcx.module)
+    decl = f"@\"{CTX}\" = internal global ptr null"
+    if text.count(decl) != 1:
+        raise AssertionError("thread-local config pointer not found in the module text")
+    text = text.replace(decl, f"@\"{CTX}\" = internal thread_local global ptr null")
+    return Lowered(text, scratch, args, results, prefix, threads)
+
+
+class _FpEnv:
+    """Set flush-to-zero (and denormals-are-zero where there is one) around a call."""
+
+    def __init__(self, mcx, arch):
+        self.mcx, self.arch = mcx, arch
+
+    def enter(self, b):
+        mcx = self.mcx
+        if self.arch in ("x86_64", "amd64"):
+            st = mcx.intrinsic("llvm.x86.sse.stmxcsr", VOID, [PTR])
+            ld = mcx.intrinsic("llvm.x86.sse.ldmxcsr", VOID, [PTR])
+            old, new = opaque(b, b.alloca(I32)), opaque(b, b.alloca(I32))
+            b.call(st, [old])
+            b.store(b.or_(b.load(old, typ=I32), ir.Constant(I32, 0x8040)), new)   # FTZ | DAZ
+            b.call(ld, [new])
+            return lambda: b.call(ld, [old])
+        if self.arch in ("aarch64", "arm64"):
+            get = mcx.intrinsic("llvm.aarch64.get.fpcr", I64, [])
+            set_ = mcx.intrinsic("llvm.aarch64.set.fpcr", VOID, [I64])
+            old = b.call(get, [])
+            b.call(set_, [b.or_(old, i64(1 << 24))])                           # FPCR.FZ
+            return lambda: b.call(set_, [old])
+        return lambda: None
+
+
+def _install_parallel(mcx, ctx, fpenv) -> None:
+    """`hloc.parallel` as the computations call it, reading the call's config; registered
+    before any computation is emitted, so parallel.parallel_function finds it."""
+    worker = parallel._worker(mcx)
+    create = mcx.intrinsic("pthread_create", I32, [PTR, PTR, PTR, PTR])
+    join = mcx.intrinsic("pthread_join", I32, [I64, PTR])
+    pool_task = ir.Function(mcx.module, TASK_FN_T, name="hloc.pool_task")
+    pool_task.linkage = "internal"
+    b = ir.IRBuilder(pool_task.append_basic_block("entry"))
+    tasks_t = ir.ArrayType(parallel.TASK_T, parallel.MAX_THREADS)
+    restore = fpenv.enter(b) if fpenv else (lambda: None)
+    b.call(worker, [b.gep(pool_task.args[0], [i64(0), pool_task.args[1]], source_etype=tasks_t,
+                          inbounds=True)])
+    restore()
+    b.ret_void()
+
+    fn = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, I64]), name="hloc.parallel")
+    fn.linkage = "internal"
+    kernel, args, nwg = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    tasks = opaque(b, b.alloca(tasks_t, name="tasks"))
+    tids_t = ir.ArrayType(I64, parallel.MAX_THREADS)
+    tids = opaque(b, b.alloca(tids_t, name="tids"))
+    started_t = ir.ArrayType(I8, parallel.MAX_THREADS)
+    started = opaque(b, b.alloca(started_t, name="started"))
+    cfg = b.load(ctx, typ=PTR, name="config")
+    field = lambda p, k: b.gep(p, [i64(0), ir.Constant(I32, k)], source_etype=CONFIG_T,  # noqa: E731
+                               inbounds=True)
+    n = b.load(field(cfg, 0), typ=I64, name="threads")
+    n = _umin(b, _umin(b, n, nwg), i64(parallel.MAX_THREADS))
+    n = b.select(b.icmp_signed("<", n, i64(1)), i64(1), n, name="n")
+
+    def task(t):
+        return b.gep(tasks, [i64(0), t], source_etype=tasks_t, inbounds=True)
+
+    def tfield(p, k):
+        return b.gep(p, [i64(0), ir.Constant(I32, k)], source_etype=parallel.TASK_T, inbounds=True)
+
+    with for_range(b, 0, n, name="t") as t:
+        p = task(t)
+        b.store(kernel, tfield(p, 0))
+        b.store(args, tfield(p, 1))
+        b.store(nwg, tfield(p, 2))
+        b.store(b.udiv(b.mul(nwg, t), n), tfield(p, 3))
+        b.store(b.udiv(b.mul(nwg, b.add(t, i64(1))), n), tfield(p, 4))
+    pool_fn = b.load(field(cfg, 1), typ=POOL_T.as_pointer(), name="parallel_for")  # typed: the callee
+    use_pool = b.and_(b.icmp_unsigned("!=", pool_fn, ir.Constant(POOL_T.as_pointer(), None)),
+                      b.icmp_unsigned(">", n, i64(1)))
+    with b.if_else(use_pool) as (then, other):
+        with then:
+            b.call(pool_fn, [b.load(field(cfg, 2), typ=PTR), n, pool_task, tasks])
+        with other:
+            with for_range(b, 1, n, name="s") as t:
+                tid = b.gep(tids, [i64(0), t], source_etype=tids_t, inbounds=True)
+                rc = b.call(create, [tid, ir.Constant(PTR, None), worker, task(t)])
+                b.store(b.zext(b.icmp_signed("==", rc, ir.Constant(I32, 0)), I8),
+                        b.gep(started, [i64(0), t], source_etype=started_t, inbounds=True))
+            b.call(worker, [task(i64(0))])
+            with for_range(b, 1, n, name="j") as t:
+                ok = b.load(b.gep(started, [i64(0), t], source_etype=started_t, inbounds=True), typ=I8)
+                with b.if_else(b.icmp_unsigned("!=", ok, ir.Constant(I8, 0))) as (joined, inline):
+                    with joined:
+                        tid = b.load(b.gep(tids, [i64(0), t], source_etype=tids_t, inbounds=True),
+                                     typ=I64)
+                        b.call(join, [tid, ir.Constant(PTR, None)])
+                    with inline:            # a thread that could not start: its range here
+                        b.call(worker, [task(t)])
+    b.ret_void()
+    mcx._decls["hloc.parallel"] = fn
+
+
+def _umin(b, x, y):
+    return b.select(b.icmp_unsigned("<", x, y), x, y)
+
+
+def _run_with(mcx, prefix, entry, ctx, fpenv, args, results, scratch, threads):
+    fn = ir.Function(mcx.module, ir.FunctionType(I32, [PTR, PTR, PTR, PTR]), name=f"{prefix}_run_with")
+    a_arr, r_arr, scr, cfg_in = fn.args
+    for v, n in zip(fn.args, ("args", "results", "scratch", "config")):
+        v.name = n
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    fail = {code: fn.append_basic_block(f"err{code}") for code in (ERR_NULL, ERR_ALIGN, ERR_OVERLAP,
+                                                                   ERR_THREADS)}
+    for code, blk in fail.items():
+        ir.IRBuilder(blk).ret(ir.Constant(I32, code))
+    null = ir.Constant(PTR, None)
+
+    def check(cond, code):
+        ok = fn.append_basic_block("ok")
+        b.cbranch(cond, fail[code], ok)
+        b.position_at_end(ok)
+
+    default = opaque(b, b.alloca(CONFIG_T, name="default"))
+    b.store(ir.Constant(CONFIG_T, [i64(threads), null, null]), default)
+    cfg = b.select(b.icmp_unsigned("==", cfg_in, null), default, cfg_in, name="cfg")
+    nthreads = b.load(b.gep(cfg, [i64(0), ir.Constant(I32, 0)], source_etype=CONFIG_T, inbounds=True),
+                      typ=I64)
+    check(b.or_(b.icmp_signed("<", nthreads, i64(1)),
+                b.icmp_signed(">", nthreads, i64(parallel.MAX_THREADS))), ERR_THREADS)
+    if args:
+        check(b.icmp_unsigned("==", a_arr, null), ERR_NULL)
+    if results:
+        check(b.icmp_unsigned("==", r_arr, null), ERR_NULL)
+    bufs = []        # (address as i64, size, writable)
+    for arr, leaves, writable in ((a_arr, args, False), (r_arr, results, True)):
+        for leaf in leaves:
+            if not leaf.nbytes:
+                continue
+            p = b.load(b.gep(arr, [i64(leaf.index)], source_etype=PTR, inbounds=True), typ=PTR)
+            check(b.icmp_unsigned("==", p, null), ERR_NULL)
+            addr = b.ptrtoint(p, I64)
+            if leaf.align > 1:
+                check(b.icmp_unsigned("!=", b.and_(addr, i64(leaf.align - 1)), i64(0)), ERR_ALIGN)
+            bufs.append((addr, leaf.nbytes, writable))
+    if scratch:
+        check(b.icmp_unsigned("==", scr, null), ERR_NULL)
+        addr = b.ptrtoint(scr, I64)
+        check(b.icmp_unsigned("!=", b.and_(addr, i64(SCRATCH_ALIGN - 1)), i64(0)), ERR_ALIGN)
+        bufs.append((addr, scratch, True))
+    if any(w for _, _, w in bufs) and len(bufs) > 1:
+        _overlap_check(b, bufs, check)
+    old = b.load(ctx, typ=PTR, name="outer")
+    b.store(cfg, ctx)
+    restore = fpenv.enter(b) if fpenv else (lambda: None)
+    b.call(entry, [a_arr, r_arr, scr])
+    restore()
+    b.store(old, ctx)
+    b.ret(ir.Constant(I32, OK))
+    return fn
+
+
+def _overlap_check(b, bufs, check) -> None:
+    """Any writable buffer [a, a+n) meeting another buffer: a loop over two tables."""
+    n = len(bufs)
+    tab_t = ir.ArrayType(I64, n)
+    starts, ends = opaque(b, b.alloca(tab_t)), opaque(b, b.alloca(tab_t))
+    first_writable = next(k for k, (_, _, w) in enumerate(bufs) if w)
+    if not all(w for _, _, w in bufs[first_writable:]):
+        raise AssertionError("writable buffers must come last")
+    for k, (addr, size, _) in enumerate(bufs):
+        b.store(addr, b.gep(starts, [i64(0), i64(k)], source_etype=tab_t, inbounds=True))
+        b.store(b.add(addr, i64(size)), b.gep(ends, [i64(0), i64(k)], source_etype=tab_t, inbounds=True))
+    flag = b.alloca(ir.IntType(1))
+    b.store(ir.Constant(ir.IntType(1), 0), flag)
+    with for_range(b, first_writable, n, name="w") as w:
+        ws = b.load(b.gep(starts, [i64(0), w], source_etype=tab_t, inbounds=True), typ=I64)
+        we = b.load(b.gep(ends, [i64(0), w], source_etype=tab_t, inbounds=True), typ=I64)
+        with for_range(b, 0, n, name="o") as o:
+            os_ = b.load(b.gep(starts, [i64(0), o], source_etype=tab_t, inbounds=True), typ=I64)
+            oe = b.load(b.gep(ends, [i64(0), o], source_etype=tab_t, inbounds=True), typ=I64)
+            meet = b.and_(b.icmp_unsigned("<", ws, oe), b.icmp_unsigned("<", os_, we))
+            meet = b.and_(meet, b.icmp_unsigned("!=", w, o))
+            b.store(b.or_(b.load(flag), meet), flag)
+    check(b.load(flag), ERR_OVERLAP)
