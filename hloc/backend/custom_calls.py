@@ -3,7 +3,8 @@
 A custom-call target is looked up in CUSTOM_CALLS, a fixed table of emitters (a target
 name is only ever compared with this table, never resolved as a native symbol); any
 other target is `unsupported` naming it. jaxlib's LAPACK trsm and (real) potrf and getrf targets
-are emitted as loops with the interpreter's semantics (info output included). TopK and `topk` keep the k first elements of a
+are emitted as loops with the interpreter's semantics (info output included); geqrf,
+orgqr/ungqr, syevd/heevd, gesdd, gesvd and geev call OpenBLAS's LAPACK (lapack.py). TopK and `topk` keep the k first elements of a
 stable sort (ties: lower index first) by an insertion pass over each row into the k
 output slots: the TopK comparator inlined, or for `topk` the total order (descending
 when `largest`), as XLA's TopkDecomposer.
@@ -13,6 +14,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..interp.core import unsupported
+from . import lapack
 from .elementwise import compare_values
 from .indexing import _copy_all
 from .loops import Index, for_range, i64
@@ -133,6 +135,7 @@ CUSTOM_CALLS = {
     "MoveToHost": _identity,
     "MoveToDevice": _identity,
 }
+CUSTOM_CALLS.update(lapack.targets())      # calls of OpenBLAS's LAPACK (hloc.backend.lapack)
 for _p in "sdcz":      # jaxlib's LAPACK FFI targets, emitted as loops (not LAPACK calls)
     CUSTOM_CALLS[f"lapack_{_p}trsm_ffi"] = _lapack_trsm
 for _p in "sd":
