@@ -49,15 +49,25 @@ class CpuBackend:
 
     def prepare(self, module, *, seed: int):
         from .backend import compile_module
+        from .diagnostics import UnsupportedError
         prepare_for_cpu(module, self.opt)
-        exe = compile_module(module, numerics=self.numerics, cache_dir=self.cache_dir,
-                             threads=self.threads)
+        try:
+            exe = compile_module(module, numerics=self.numerics, cache_dir=self.cache_dir,
+                                 threads=self.threads)
+        except UnsupportedError as e:
+            e.notes = (*e.notes, "the compiled back end (--backend cpu, the default) cannot run "
+                                 "this yet; try --backend interpreter")
+            raise
         self.cache_hit = exe.cache_hit
         self.used_threads = exe.threads
         return exe
 
     def execute(self, prepared, args: list):
         return prepared.run(args)
+
+    def execute_devices(self, prepared, args_per_device: list) -> list:
+        from .runner import Backend
+        return Backend.execute_devices(self, prepared, args_per_device)
 
     def json_extra(self) -> dict:
         return {"numerics": self.numerics, "cache_hit": self.cache_hit,

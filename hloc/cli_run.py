@@ -123,8 +123,10 @@ Exit status: 0 ok, 1 mismatch with --expected, 2 bad input or parse/verify error
               help="Seed of the fake arguments made when no inputs are given.")
 @click.option("--use-large-float-range", is_flag=True,
               help="Fake floats over the whole range instead of [-0.1, 0.2).")
-@click.option("--backend", default="interpreter", show_default=True, metavar="NAME",
-              help="interpreter, or cpu (compiled with LLVM); Where to run the module (hloc.runner.BACKENDS; now: interpreter).")
+@click.option("--backend", default="cpu", show_default=True, metavar="NAME",
+              help="Where to run the module: cpu (compiled to native code with LLVM) or "
+                   "interpreter (HloEvaluator's semantics, the oracle; also runs what the "
+                   "compiled back end cannot yet, e.g. multi-device collectives).")
 @click.option("--numerics", type=click.Choice(["xla-cpu", "ieee"]), default="xla-cpu",
               show_default=True, help="cpu: XLA:CPU's numerics (FTZ/DAZ, FMA contraction, "
                                       "reassociated reductions) or IEEE (no flush, no contraction).")
@@ -187,6 +189,11 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
         n = md.device_plan(m, devices)
         comm = md.mpi_comm(os.environ)
         if comm is not None:
+            if backend != "interpreter":
+                from .diagnostics import UnsupportedError
+                raise UnsupportedError(f"unsupported: --backend {backend} under MPI (one device "
+                                       "per process runs on the interpreter); add --backend "
+                                       "interpreter")
             from .cli_devices import run_mpi
             return run_mpi(m, comm, n, inputs, literals, positional, seed,
                             use_large_float_range, output, as_json, print_values, print_all,

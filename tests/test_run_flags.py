@@ -56,7 +56,7 @@ def test_input_module_and_print_literals(mod):
     r = invoke("run", f"--input_module={mod}", "--print_literals", *ARGS)
     assert r.exit_code == 0, r.output
     assert r.stdout.startswith("** Argument 0 **\nf32[2] {1, 2}\n** Argument 1 **")
-    assert r.stdout.endswith("** Result with test runner Interpreter **\n" + OUT)
+    assert r.stdout.endswith("** Result with test runner CPU **\n" + OUT)     # the default
 
 
 @pytest.mark.parametrize("flags,words", [
