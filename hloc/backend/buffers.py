@@ -95,7 +95,8 @@ def plan(comp, callee_arena) -> Plan:
         if op == "parameter":
             continue
         if op == "constant":
-            leaves[id(inst)] = [Buf("const", leaf_bytes(inst.shape), inst=inst)]
+            leaves[id(inst)] = [Buf("const", leaf_bytes(s), index=k, inst=inst)   # k: tuple leaf
+                                for k, s in enumerate(inst.shape.leaves())]
         elif op == "tuple":
             leaves[id(inst)] = [b for o in inst.operands for b in leaves[id(o)]]
         elif op == "get-tuple-element":

@@ -89,7 +89,7 @@ class _Emitter:
             elif buf.kind == "temp":
                 p = b.gep(temp, [i64(buf.offset)], source_etype=I8, inbounds=True)
             elif buf.kind == "const":
-                p = self.mcx.constant_global(buf.inst)
+                p = self.mcx.constant_global(buf.inst, buf.index)
             else:
                 p = ir.Constant(PTR, None)
         self._ptr_cache[id(buf)] = p
