@@ -68,3 +68,60 @@ def test_tuple_constant(tmp_path):
     ref, got = _both(text, tmp_path=tmp_path)
     for r, g in zip(ref, got):
         np.testing.assert_array_equal(r, g)
+
+
+def test_dynamic_slice_and_update_with_an_index_vector(tmp_path):
+    text = ("HloModule m\nENTRY e {\n  x = f32[4,5] parameter(0)\n  i = s32[2] parameter(1)\n"
+            "  u = f32[2,2] parameter(2)\n"
+            "  ds = f32[2,3] dynamic-slice(x, i), dynamic_slice_sizes={2,3}\n"
+            "  dus = f32[4,5] dynamic-update-slice(x, u, i)\n"
+            "  ROOT t = (f32[2,3], f32[4,5]) tuple(ds, dus)\n}\n")
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    u = -np.ones((2, 2), np.float32)
+    for idx in ([1, 2], [-5, 9], [2**31 - 1, -2**31], [3, 0]):
+        ref, got = _both(text, x, np.array(idx, np.int32), u, tmp_path=tmp_path)
+        for r, g in zip(ref, got):
+            np.testing.assert_array_equal(r, g)
+
+
+def test_tuple_select(tmp_path):
+    text = ("HloModule m\nENTRY e {\n  p = pred[] parameter(0)\n  a = f32[3] parameter(1)\n"
+            "  b = s32[2] parameter(2)\n  t1 = (f32[3], s32[2]) tuple(a, b)\n"
+            "  n = f32[3] negate(a)\n  t2 = (f32[3], s32[2]) tuple(n, b)\n"
+            "  ROOT s = (f32[3], s32[2]) select(p, t1, t2)\n}\n")
+    a, b = np.array([1, 2, 3], np.float32), np.array([7, 8], np.int32)
+    for p in (True, False):
+        ref, got = _both(text, np.array(p), a, b, tmp_path=tmp_path)
+        for r, g in zip(ref, got):
+            np.testing.assert_array_equal(r, g)
+
+
+def test_dynamic_reshape_with_constant_sizes(tmp_path):
+    text = ("HloModule m\nENTRY e {\n  x = f32[2,6] parameter(0)\n  a = s32[] constant(3)\n"
+            "  b = s32[] constant(4)\n  ROOT r = f32[3,4] dynamic-reshape(x, a, b)\n}\n")
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    (ref,), (got,) = _both(text, x, tmp_path=tmp_path)
+    np.testing.assert_array_equal(ref, got)
+    module = hloc.parse(text.replace("x = f32[2,6] parameter(0)\n  a = s32[] constant(3)",
+                                     "x = f32[2,6] parameter(0)\n  a = s32[] parameter(1)"))
+    from hloc.diagnostics import UnsupportedError
+    with pytest.raises(UnsupportedError, match="dynamic-reshape to sizes that are not constants"):
+        compile_module(module, cache_dir=None)
+
+
+@pytest.mark.parametrize("src,rdt,dst", [("f32", "u32", "s32"), ("f16", "u16", "s8"),
+                                         ("bf16", "u16", "s16"), ("f64", "u64", "s64")])
+def test_stochastic_convert(src, rdt, dst, tmp_path):
+    import ml_dtypes
+    from hloc.ir.dtypes import DTYPES
+    rng = np.random.default_rng(3)
+    vals = np.concatenate([rng.uniform(-300, 300, 200), [np.nan, np.inf, -np.inf, -0.0, 0.5,
+                                                           -0.5, 1e30, -1e30, 126.7, -127.9]])
+    x = vals.astype(DTYPES[src].np if src != "bf16" else ml_dtypes.bfloat16)
+    info = np.iinfo(DTYPES[rdt].np)
+    r = rng.integers(0, info.max, x.size, dtype=DTYPES[rdt].np, endpoint=True)
+    n = x.size
+    text = (f"HloModule m\nENTRY e {{\n  x = {src}[{n}] parameter(0)\n  r = {rdt}[{n}] parameter(1)\n"
+            f"  ROOT c = {dst}[{n}] stochastic-convert(x, r)\n}}\n")
+    (ref,), (got,) = _both(text, x, r, tmp_path=tmp_path)
+    np.testing.assert_array_equal(ref, got)

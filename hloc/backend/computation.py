@@ -148,6 +148,8 @@ class _Emitter:
             case "copy" if inst.shape.is_tuple:
                 for dst, src in zip(self.leaves(inst), self.leaves(inst.operands[0])):
                     self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+            case "select" if inst.shape.is_tuple:
+                self.tuple_select(inst)
             case "dot" if (gemm := blas.plan(inst, self.mcx.options)) is not None:
                 blas.emit_call(self, inst, gemm)
             case _:
@@ -165,6 +167,18 @@ class _Emitter:
                     self.b.call(run, [kernel, self.ptr_array(bufs), i64(nwg)])
                 else:
                     self.b.call(kernel, [self.ptr_array(bufs), i64(0), i64(1)])
+
+    def tuple_select(self, inst) -> None:
+        """select(pred[], tuple, tuple): each leaf copied from the chosen operand."""
+        b = self.b
+        (pbuf,) = self.leaves(inst.operands[0])
+        p = b.icmp_unsigned("!=", b.load(self.ptr(pbuf), typ=I8), ir.Constant(I8, 0))
+        f = self.mcx.intrinsic("llvm.memmove.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
+        for dst, t, e in zip(self.leaves(inst), self.leaves(inst.operands[1]),
+                             self.leaves(inst.operands[2])):
+            if dst.size:
+                src = b.select(p, self.ptr(t), self.ptr(e))
+                b.call(f, [self.ptr(dst), src, i64(dst.size), ir.Constant(I1, 0)])
 
     def while_(self, inst) -> None:
         """The state lives in two buffer sets used alternately (the body reads one and
