@@ -125,3 +125,21 @@ def test_stochastic_convert(src, rdt, dst, tmp_path):
             f"  ROOT c = {dst}[{n}] stochastic-convert(x, r)\n}}\n")
     (ref,), (got,) = _both(text, x, r, tmp_path=tmp_path)
     np.testing.assert_array_equal(ref, got)
+
+
+@pytest.mark.parametrize("dt", ["f16", "bf16", "f32"])
+@pytest.mark.parametrize("lower", [True, False])
+def test_cholesky(dt, lower, tmp_path):
+    import ml_dtypes
+    from hloc.ir.dtypes import DTYPES
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((3, 5, 5))
+    a = m @ np.swapaxes(m, 1, 2) + 5 * np.eye(5)
+    a[2, 1, 1] = -100.0                       # not positive definite: all NaN
+    x = a.astype(DTYPES[dt].np if dt != "bf16" else ml_dtypes.bfloat16)
+    text = (f"HloModule m\nENTRY e {{\n  a = {dt}[3,5,5] parameter(0)\n"
+            f"  ROOT c = {dt}[3,5,5] cholesky(a), lower={'true' if lower else 'false'}\n}}\n")
+    (ref,), (got,) = _both(text, x, tmp_path=tmp_path)
+    assert np.isnan(np.asarray(got[2], np.float32)).all()
+    r = near(ref, got, ErrorSpec(abs=1e-2, rel=1e-2) if dt != "f32" else SPEC)
+    assert r.ok, r.message

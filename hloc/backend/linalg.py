@@ -9,7 +9,7 @@ index mapping, not by copying.
 from __future__ import annotations
 
 from .indexing import _copy_all
-from .loops import Index, for_range, i64
+from .loops import Index, for_range, i64, loop_nest
 from .registry import emits_kernel
 from .types import I64, Cplx, const, load_elem, storage_type, store_elem
 
@@ -119,62 +119,75 @@ _ = const
 @emits_kernel("cholesky")
 def _emit_cholesky(kb, inst, ops, outputs):
     """Unblocked Cholesky of the `lower` (or upper, through the transpose) triangle, the
-    interpreter's order; a matrix whose diagonal goes NaN becomes all NaN. Real types."""
+    interpreter's order; a matrix whose diagonal goes NaN becomes all NaN. Real types;
+    f16/bf16 factor in an f32 work matrix (the interpreter's work type), rounded once at
+    the end (up to 128 x 128, the work matrix lives on the stack)."""
     from llvmlite import ir
     from ..interp.core import unsupported
+    from ..ir.dtypes import DTYPES
+    from .types import F32
     b = kb.b
     (lptr, shape), = outputs
     dt = shape.dtype
-    if dt.name not in ("f32", "f64"):     # narrow floats: the interpreter works in f32
-        raise unsupported(inst, f"cholesky on {dt.name} in the compiled back end")
-    lower = bool(inst.attrs.get("lower"))
+    narrow = dt.name in ("f16", "bf16")
     n = shape.dims[-1]
+    if dt.name not in ("f32", "f64") and not (narrow and n <= 128):
+        raise unsupported(inst, f"cholesky on {dt.name}{f'[{n},{n}]' if narrow else ''} "
+                                "in the compiled back end")
+    lower = bool(inst.attrs.get("lower"))
     if shape.size == 0:
         return
     ashape = inst.operands[0].shape
-    zero = const(dt, 0.0)
-    _copy_all(kb, lambda index: zero, lptr, shape)
-    stack, bivs = [], []
-    for d in range(shape.rank - 2):
-        cm = for_range(b, 0, shape.dims[d], name=f"cb{d}")
-        bivs.append(cm.__enter__())
-        stack.append(cm)
-
-    def a_at(i, j):
-        return ops[0](Index(b, ashape, multi=bivs + ([i, j] if lower else [j, i])))
-
-    def l_ptr(i, j):
-        multi = bivs + ([i, j] if lower else [j, i])
-        return b.gep(lptr, [Index(b, shape, multi=multi).linear], source_etype=storage_type(dt),
-                     inbounds=True)
-
+    wdt = DTYPES["f32"] if narrow else dt
+    zero = const(wdt, 0.0)
     t = zero.type
+    work = kb.alloca_entry(ir.ArrayType(F32, n * n), name="chol.work") if narrow else None
+    if not narrow:
+        _copy_all(kb, lambda index: zero, lptr, shape)
     acc = kb.alloca_entry(t, name="cs")
     failed = kb.alloca_entry(ir.IntType(1), name="cfail")
-    b.store(ir.Constant(ir.IntType(1), 0), failed)
     sqrt = kb.mcx.intrinsic(f"llvm.sqrt.{'f32' if str(t) == 'float' else 'f64'}", t, [t])
-    with for_range(b, 0, n, name="cj") as j:
-        b.store(a_at(j, j), acc)
-        with for_range(b, 0, j, name="ck") as k:
-            v = load_elem(b, dt, l_ptr(j, k))
-            b.store(b.fsub(b.load(acc, typ=t), b.fmul(v, v)), acc)
-        ljj = b.call(sqrt, [b.load(acc, typ=t)])
-        store_elem(b, dt, ljj, l_ptr(j, j))
-        ljj = load_elem(b, dt, l_ptr(j, j))
-        b.store(b.or_(b.load(failed, typ=ir.IntType(1)), b.fcmp_unordered("uno", ljj, ljj)), failed)
-        with for_range(b, b.add(j, i64(1)), i64(n), name="ci") as i:
-            b.store(a_at(i, j), acc)
-            with for_range(b, 0, j, name="ck2") as k:
-                p = b.fmul(load_elem(b, dt, l_ptr(i, k)), load_elem(b, dt, l_ptr(j, k)))
-                b.store(b.fsub(b.load(acc, typ=t), p), acc)
-            store_elem(b, dt, b.fdiv(b.load(acc, typ=t), ljj), l_ptr(i, j))
-    with b.if_then(b.load(failed, typ=ir.IntType(1))):
-        nan = ir.Constant(t, float("nan"))
-        with for_range(b, 0, n, name="fi") as i:
-            with for_range(b, 0, n, name="fj") as j:
-                store_elem(b, dt, nan, l_ptr(i, j))
-    for cm in reversed(stack):
-        cm.__exit__(None, None, None)
+    with loop_nest(b, shape.dims[:-2], names=[f"cb{d}" for d in range(shape.rank - 2)]) as bivs:
+        def a_at(i, j):
+            return ops[0](Index(b, ashape, multi=bivs + ([i, j] if lower else [j, i])))
+
+        def out_ptr(i, j):
+            multi = bivs + ([i, j] if lower else [j, i])
+            return b.gep(lptr, [Index(b, shape, multi=multi).linear], source_etype=storage_type(dt),
+                         inbounds=True)
+
+        def l_ptr(i, j):
+            if narrow:
+                return b.gep(work, [b.add(b.mul(i, i64(n)), j)], source_etype=F32, inbounds=True)
+            return out_ptr(i, j)
+
+        def fill(v):
+            with loop_nest(b, [n, n], names=["fi", "fj"]) as (i, j):
+                store_elem(b, wdt, v, l_ptr(i, j))
+
+        if narrow:
+            fill(zero)
+        b.store(ir.Constant(ir.IntType(1), 0), failed)
+        with for_range(b, 0, n, name="cj") as j:
+            b.store(a_at(j, j), acc)
+            with for_range(b, 0, j, name="ck") as k:
+                v = load_elem(b, wdt, l_ptr(j, k))
+                b.store(b.fsub(b.load(acc, typ=t), b.fmul(v, v)), acc)
+            ljj = b.call(sqrt, [b.load(acc, typ=t)])
+            store_elem(b, wdt, ljj, l_ptr(j, j))
+            ljj = load_elem(b, wdt, l_ptr(j, j))
+            b.store(b.or_(b.load(failed, typ=ir.IntType(1)), b.fcmp_unordered("uno", ljj, ljj)), failed)
+            with for_range(b, b.add(j, i64(1)), i64(n), name="ci") as i:
+                b.store(a_at(i, j), acc)
+                with for_range(b, 0, j, name="ck2") as k:
+                    p = b.fmul(load_elem(b, wdt, l_ptr(i, k)), load_elem(b, wdt, l_ptr(j, k)))
+                    b.store(b.fsub(b.load(acc, typ=t), p), acc)
+                store_elem(b, wdt, b.fdiv(b.load(acc, typ=t), ljj), l_ptr(i, j))
+        with b.if_then(b.load(failed, typ=ir.IntType(1))):
+            fill(ir.Constant(t, float("nan")))
+        if narrow:
+            with loop_nest(b, [n, n], names=["oi", "oj"]) as (i, j):
+                store_elem(b, dt, load_elem(b, wdt, l_ptr(i, j)), out_ptr(i, j))
 
 
 def potrf(kb, inst, ops, outputs, *, lower: bool):
