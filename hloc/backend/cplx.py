@@ -148,28 +148,20 @@ def _sqrt(kb, z):
     return Cplx(b.select(zero, c(0.0), re), b.select(zero, y, im))
 
 
-def _sin(kb, z):
-    b = kb.b
-    return Cplx(b.fmul(_m(kb, "sin", z.re), _m(kb, "cosh", z.im)),
-                b.fmul(_m(kb, "cos", z.re), _m(kb, "sinh", z.im)))
+def _product_form(re_fns, im_fns, negate_im=False):
+    """z = a + bi -> f(a) g(b) + (+-) h(a) k(b) i: sin, cos, sinh and cosh of a + bi."""
+    def emit(kb, z):
+        b = kb.b
+        im = b.fmul(_m(kb, im_fns[0], z.re), _m(kb, im_fns[1], z.im))
+        return Cplx(b.fmul(_m(kb, re_fns[0], z.re), _m(kb, re_fns[1], z.im)),
+                    b.fneg(im) if negate_im else im)
+    return emit
 
 
-def _cos(kb, z):
-    b = kb.b
-    return Cplx(b.fmul(_m(kb, "cos", z.re), _m(kb, "cosh", z.im)),
-                b.fneg(b.fmul(_m(kb, "sin", z.re), _m(kb, "sinh", z.im))))
-
-
-def _sinh(kb, z):
-    b = kb.b
-    return Cplx(b.fmul(_m(kb, "sinh", z.re), _m(kb, "cos", z.im)),
-                b.fmul(_m(kb, "cosh", z.re), _m(kb, "sin", z.im)))
-
-
-def _cosh(kb, z):
-    b = kb.b
-    return Cplx(b.fmul(_m(kb, "cosh", z.re), _m(kb, "cos", z.im)),
-                b.fmul(_m(kb, "sinh", z.re), _m(kb, "sin", z.im)))
+_sin = _product_form(("sin", "cosh"), ("cos", "sinh"))
+_cos = _product_form(("cos", "cosh"), ("sin", "sinh"), negate_im=True)
+_sinh = _product_form(("sinh", "cos"), ("cosh", "sin"))
+_cosh = _product_form(("cosh", "cos"), ("sinh", "sin"))
 
 
 def _tanh(kb, z):
@@ -182,11 +174,6 @@ def _tanh(kb, z):
     big = b.fcmp_ordered(">", _abs(kb, z.re), ir.Constant(z.re.type, 20.0))
     return Cplx(b.select(big, _copysign(kb, ir.Constant(z.re.type, 1.0), z.re), re),
                 b.select(big, b.fmul(ir.Constant(z.re.type, 0.0), z.im), im))
-
-
-def _tan(kb, z):
-    t = _tanh(kb, Cplx(kb.b.fneg(z.im), z.re))       # tan(z) = -i tanh(iz)
-    return Cplx(t.im, kb.b.fneg(t.re))
 
 
 def _one_over(kb, z):
@@ -250,8 +237,12 @@ def _asinh(kb, z):
     return _first_quadrant(kb, q1, z)
 
 
-def _asin(kb, z):                          # -i asinh(i z)
-    return _times_minus_i(kb, _asinh(kb, _times_i(kb, z)))
+def _rotated(fn):
+    """z -> -i fn(i z): asin from asinh, atan from atanh (and tan from tanh)."""
+    return lambda kb, z: _times_minus_i(kb, fn(kb, _times_i(kb, z)))
+
+
+_asin = _rotated(_asinh)
 
 
 def _acos(kb, z):                          # pi/2 - asin(z)
@@ -274,8 +265,7 @@ def _atanh(kb, z):                         # (log(1 + z) - log(1 - z)) / 2
     return _first_quadrant(kb, q1, z)
 
 
-def _atan(kb, z):                          # -i atanh(i z)
-    return _times_minus_i(kb, _atanh(kb, _times_i(kb, z)))
+_atan = _rotated(_atanh)
 
 
 def _expm1(kb, z):
@@ -336,6 +326,8 @@ def atan2(kb, dt, y, x):
     return _narrow(kb, _mul(kb, Cplx(ir.Constant(y.re.type, 0.0), ir.Constant(y.re.type, -1.0)),
                             _log(kb, q)), was32)
 
+
+_tan = _rotated(_tanh)                     # tan(z) = -i tanh(i z)
 
 UNARY = {
     "asin": _wrap(_asin), "acos": _wrap(_acos), "atan": _wrap(_atan),

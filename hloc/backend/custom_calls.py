@@ -17,7 +17,7 @@ from ..interp.core import unsupported
 from . import lapack
 from .elementwise import compare_values
 from .indexing import _copy_all
-from .loops import Index, for_range, i64
+from .loops import Index, for_range, i64, loop_names, loop_nest
 from .reductions import inline_computation
 from .registry import emits_kernel
 from .types import I32, I64, load_elem, storage_type, store_elem
@@ -31,48 +31,42 @@ def _topk_rows(kb, inst, gen, outputs, less):
     n, k = op.dims[-1], vshape.dims[-1]
     if vshape.size == 0:
         return
-    stack, ivs = [], []
-    for d in range(op.rank - 1):
-        cm = for_range(b, 0, op.dims[d], name=f"t{d}")
-        ivs.append(cm.__enter__())
-        stack.append(cm)
+    with loop_nest(b, op.dims[:op.rank - 1], names=loop_names("t", op.rank - 1)) as ivs:
 
-    def slot(ptr, shape, j):
-        return b.gep(ptr, [Index(b, shape, multi=ivs + [j]).linear], source_etype=storage_type(shape.dtype),
-                     inbounds=True)
+        def slot(ptr, shape, j):
+            return b.gep(ptr, [Index(b, shape, multi=ivs + [j]).linear], source_etype=storage_type(shape.dtype),
+                         inbounds=True)
 
-    count = kb.alloca_entry(I64, name="topk.count")
-    b.store(i64(0), count)
-    with for_range(b, 0, n, name="ti") as i:
-        cand = gen(Index(b, op, multi=ivs + [i]))
-        cand_i = b.trunc(i, I32)
-        jslot = kb.alloca_entry(I64, name="topk.j")
-        b.store(b.load(count, typ=I64), jslot)
-        head, test, move, end = (b.append_basic_block(f"topk.{s}") for s in ("head", "test", "move", "end"))
-        b.branch(head)
-        b.position_at_end(head)
-        j = b.load(jslot, typ=I64)
-        b.cbranch(b.icmp_signed(">", j, i64(0)), test, end)
-        b.position_at_end(test)
-        jm1 = b.sub(j, i64(1))
-        other = load_elem(b, vshape.dtype, slot(vptr, vshape, jm1))
-        other_i = load_elem(b, ishape.dtype, slot(iptr, ishape, jm1))
-        b.cbranch(less(cand, cand_i, other, other_i), move, end)
-        b.position_at_end(move)
-        with b.if_then(b.icmp_signed("<", j, i64(k))):
-            store_elem(b, vshape.dtype, other, slot(vptr, vshape, j))
-            store_elem(b, ishape.dtype, other_i, slot(iptr, ishape, j))
-        b.store(jm1, jslot)
-        b.branch(head)
-        b.position_at_end(end)
-        j = b.load(jslot, typ=I64)
-        with b.if_then(b.icmp_signed("<", j, i64(k))):
-            store_elem(b, vshape.dtype, cand, slot(vptr, vshape, j))
-            store_elem(b, ishape.dtype, cand_i, slot(iptr, ishape, j))
-        c = b.load(count, typ=I64)
-        b.store(b.select(b.icmp_signed("<", c, i64(k)), b.add(c, i64(1)), c), count)
-    for cm in reversed(stack):
-        cm.__exit__(None, None, None)
+        count = kb.alloca_entry(I64, name="topk.count")
+        b.store(i64(0), count)
+        with for_range(b, 0, n, name="ti") as i:
+            cand = gen(Index(b, op, multi=ivs + [i]))
+            cand_i = b.trunc(i, I32)
+            jslot = kb.alloca_entry(I64, name="topk.j")
+            b.store(b.load(count, typ=I64), jslot)
+            head, test, move, end = (b.append_basic_block(f"topk.{s}") for s in ("head", "test", "move", "end"))
+            b.branch(head)
+            b.position_at_end(head)
+            j = b.load(jslot, typ=I64)
+            b.cbranch(b.icmp_signed(">", j, i64(0)), test, end)
+            b.position_at_end(test)
+            jm1 = b.sub(j, i64(1))
+            other = load_elem(b, vshape.dtype, slot(vptr, vshape, jm1))
+            other_i = load_elem(b, ishape.dtype, slot(iptr, ishape, jm1))
+            b.cbranch(less(cand, cand_i, other, other_i), move, end)
+            b.position_at_end(move)
+            with b.if_then(b.icmp_signed("<", j, i64(k))):
+                store_elem(b, vshape.dtype, other, slot(vptr, vshape, j))
+                store_elem(b, ishape.dtype, other_i, slot(iptr, ishape, j))
+            b.store(jm1, jslot)
+            b.branch(head)
+            b.position_at_end(end)
+            j = b.load(jslot, typ=I64)
+            with b.if_then(b.icmp_signed("<", j, i64(k))):
+                store_elem(b, vshape.dtype, cand, slot(vptr, vshape, j))
+                store_elem(b, ishape.dtype, cand_i, slot(iptr, ishape, j))
+            c = b.load(count, typ=I64)
+            b.store(b.select(b.icmp_signed("<", c, i64(k)), b.add(c, i64(1)), c), count)
 
 
 @emits_kernel("topk")

@@ -25,7 +25,7 @@ from llvmlite import ir
 
 from ..interp.core import unsupported
 from . import runtime
-from .loops import Index, clamp_i64, i64, loop_nest
+from .loops import Index, clamp_i64, i64, loop_names, loop_nest
 from .types import I1, I8, I64, PTR, VOID, Cplx, const, load_elem, storage_type, store_elem
 
 _PREFIX = {"f32": "s", "f64": "d", "c64": "c", "c128": "z"}
@@ -146,10 +146,10 @@ class Call:
         isnull = b.icmp_unsigned("==", self.base, ir.Constant(PTR, None))
         with b.if_else(isnull) as (oom, ok):
             with oom:
-                with loop_nest(b, self.batch, names=[f"lb{d}" for d in range(len(self.batch))]) as bivs:
+                with loop_nest(b, self.batch, names=loop_names("lb", len(self.batch))) as bivs:
                     fail(bivs, -1)
             with ok:
-                with loop_nest(b, self.batch, names=[f"lb{d}" for d in range(len(self.batch))]) as bivs:
+                with loop_nest(b, self.batch, names=loop_names("lb", len(self.batch))) as bivs:
                     body(bivs)
         b.call(self.kb.mcx.libm("free", VOID, [PTR]), [self.base])
 
@@ -193,7 +193,7 @@ class Call:
         tail = list(shape.dims[len(bivs):])
         if shape.size == 0:
             return
-        with loop_nest(b, tail, names=[f"lo{d}" for d in range(len(tail))]) as idx:
+        with loop_nest(b, tail, names=loop_names("lo", len(tail))) as idx:
             p = b.gep(ptr, [Index(b, shape, multi=bivs + list(idx)).linear],
                       source_etype=storage_type(shape.dtype), inbounds=True)
             store_elem(b, shape.dtype, value(idx), p)
