@@ -143,3 +143,33 @@ def test_cholesky(dt, lower, tmp_path):
     assert np.isnan(np.asarray(got[2], np.float32)).all()
     r = near(ref, got, ErrorSpec(abs=1e-2, rel=1e-2) if dt != "f32" else SPEC)
     assert r.ok, r.message
+
+
+def test_batch_norm_ops_compile_through_the_expander(tmp_path):
+    text = """HloModule bn
+
+ENTRY e {
+  x = f32[2,3,4] parameter(0)
+  scale = f32[3] parameter(1)
+  offset = f32[3] parameter(2)
+  mean = f32[3] parameter(3)
+  var = f32[3] parameter(4)
+  dy = f32[2,3,4] parameter(5)
+  t = (f32[2,3,4], f32[3], f32[3]) batch-norm-training(x, scale, offset), epsilon=0.001, feature_index=1
+  i = f32[2,3,4] batch-norm-inference(x, scale, offset, mean, var), epsilon=0.001, feature_index=1
+  g = (f32[2,3,4], f32[3], f32[3]) batch-norm-grad(x, scale, mean, var, dy), epsilon=0.001, feature_index=1
+  ROOT r = ((f32[2,3,4], f32[3], f32[3]), f32[2,3,4], (f32[2,3,4], f32[3], f32[3])) tuple(t, i, g)
+}
+"""
+    rng = np.random.default_rng(2)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)   # noqa: E731
+    args = [f(2, 3, 4), f(3), f(3), f(3), np.abs(f(3)) + 0.5, f(2, 3, 4)]
+    ref, got = _both(text, *args, tmp_path=tmp_path)
+    for r, g in zip(ref, got):
+        res = near(r, g, SPEC)
+        assert res.ok, res.message
+    from hloc.printer import module_to_text
+    module = hloc.parse(text)
+    before = module_to_text(module)
+    compile_module(module, cache_dir=None)
+    assert module_to_text(module) == before        # expanded on a clone

@@ -26,6 +26,7 @@ Layout (one job per module):
   blas.py         large dots as cblas_?gemm calls (NumPy's bundled OpenBLAS)
   parallel.py     work groups per kernel and the emitted pthread runtime that splits them
   runtime.py      the allowlist of native symbols and the object-file check
+  expand.py       expansions XLA:CPU always applies (batch-norm), on a clone, before lowering
   jit.py          lowering, new-PM optimisation, object emission, MCJIT loading
   cache.py        the on-disk object cache
   executable.py   Executable: NumPy arguments/results bound to the native entry
