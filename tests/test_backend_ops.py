@@ -173,3 +173,31 @@ ENTRY e {
     before = module_to_text(module)
     compile_module(module, cache_dir=None)
     assert module_to_text(module) == before        # expanded on a clone
+
+
+def test_async_wrappers_and_copy_start_done(tmp_path):
+    text = """HloModule a
+
+%wrapped (p0: f32[4], p1: f32[4]) -> f32[4] {
+  %p0 = f32[4] parameter(0)
+  %p1 = f32[4] parameter(1)
+  ROOT %m = f32[4] multiply(%p0, %p1)
+}
+
+ENTRY %e (x: f32[4], y: f32[4]) -> (f32[4], f32[4]) {
+  %x = f32[4] parameter(0)
+  %y = f32[4] parameter(1)
+  %cs = (f32[4], f32[4], u32[]) copy-start(%x)
+  %cd = f32[4] copy-done(%cs)
+  %as = ((f32[4], f32[4]), f32[4], s32[]) async-start(%cd, %y), calls=%wrapped
+  %au = ((f32[4], f32[4]), f32[4], s32[]) async-update(%as)
+  %ad = f32[4] async-done(%au)
+  %n = f32[4] negate(%x)
+  ROOT %t = (f32[4], f32[4]) tuple(%ad, %n)
+}
+"""
+    x, y = np.arange(4, dtype=np.float32), np.full(4, 3, np.float32)
+    ref, got = _both(text, x, y, tmp_path=tmp_path)
+    for r, g in zip(ref, got):
+        np.testing.assert_array_equal(r, g)
+    np.testing.assert_array_equal(got[0], x * y)
