@@ -201,3 +201,29 @@ ENTRY %e (x: f32[4], y: f32[4]) -> (f32[4], f32[4]) {
     for r, g in zip(ref, got):
         np.testing.assert_array_equal(r, g)
     np.testing.assert_array_equal(got[0], x * y)
+
+
+@pytest.mark.parametrize("dt,dist,a,b", [("f32", "rng_uniform", -2.0, 3.0),
+                                         ("f64", "rng_uniform", 0.0, 1.0),
+                                         ("bf16", "rng_uniform", 1.0, 2.0),
+                                         ("s32", "rng_uniform", -5, 7),
+                                         ("u8", "rng_uniform", 3, 250),
+                                         ("f32", "rng_normal", 1.5, 2.0),
+                                         ("f64", "rng_normal", -3.0, 0.5)])
+def test_rng_distributions(dt, dist, a, b, tmp_path):
+    """rng is random (compiled values are not the interpreter's): the range, the moments,
+    every integer of a small range hit, and a new stream on every run."""
+    n = 20000
+    text = (f"HloModule m\nENTRY e {{\n  a = {dt}[] constant({a})\n  b = {dt}[] constant({b})\n"
+            f"  ROOT r = {dt}[{n}] rng(a, b), distribution={dist}\n}}\n")
+    exe = compile_module(hloc.parse(text), numerics="ieee", cache_dir=tmp_path / "cache")
+    x1, x2 = (np.asarray(exe.run([]), dtype=np.float64) for _ in range(2))
+    assert not np.array_equal(x1, x2)
+    if dist == "rng_normal":
+        assert abs(x1.mean() - a) < 0.1 * b and abs(x1.std() - b) < 0.05 * b
+        return
+    assert x1.min() >= a and x1.max() < b
+    if dt[0] in "su":
+        assert set(np.unique(x1)) == set(range(a, b))
+    else:
+        assert abs(x1.mean() - (a + b) / 2) < 0.02 * (b - a)

@@ -19,7 +19,8 @@ Layout (one job per module):
   lapack.py       jaxlib's LAPACK custom-calls as calls of OpenBLAS's LAPACK (scratch, workspace)
   linalg.py       triangular-solve (kernel, substitution in place)
   fft.py          fft (direct DFT per element, f64)
-  rng.py          rng-bit-generator (Philox / ThreeFry, bit-exact with the interpreter)
+  rng.py          rng-bit-generator (Philox / ThreeFry, bit-exact with the interpreter); rng
+                  (a Philox stream per instruction and run: random, not the interpreter's)
   kernels.py      one kernel function per fusion / unfused op (work-group ABI)
   buffers.py      buffer plan: aliases, outputs in place, arena reuse by live range
   computation.py  one function per HLO computation; while/conditional/call in LLVM
