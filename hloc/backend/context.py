@@ -53,7 +53,9 @@ class ModuleContext:
     def unique(self, name: str) -> str:
         base = "".join(c if c.isalnum() or c in "._" else "_" for c in name) or "f"
         out, n = base, 1
-        while out in self._names:
+        # never a runtime-table or intrinsic name: a kernel called `exp` (or `memcpy`)
+        # would collide with, or stand in for, the symbol of that name
+        while out in self._names or out in runtime.ALLOWED or out.startswith("llvm."):
             n += 1
             out = f"{base}.{n}"
         self._names.add(out)

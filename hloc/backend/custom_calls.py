@@ -118,6 +118,10 @@ def _lapack_getrf(kb, inst, ops, outputs):
 
 def _identity(kb, inst, ops, outputs):
     (ptr, shape), = outputs
+    if len(inst.operands) != 1 or inst.operands[0].shape.dims != shape.dims:
+        raise unsupported(inst, f"{inst.attrs.get('custom_call_target')} custom-call from "
+                                f"{', '.join(str(o.shape) for o in inst.operands)} to {shape} "
+                                "(an identity on one device only when the shape is kept)")
     _copy_all(kb, ops[0], ptr, shape)
 
 
