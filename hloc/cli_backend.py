@@ -49,9 +49,15 @@ class CpuBackend:
 
     def prepare(self, module, *, seed: int):
         from .backend import compile_module
+        from .diagnostics import UnsupportedError
         prepare_for_cpu(module, self.opt)
-        exe = compile_module(module, numerics=self.numerics, cache_dir=self.cache_dir,
-                             threads=self.threads)
+        try:
+            exe = compile_module(module, numerics=self.numerics, cache_dir=self.cache_dir,
+                                 threads=self.threads)
+        except UnsupportedError as e:
+            e.notes = (*e.notes, "the compiled back end (--backend cpu, the default) cannot run "
+                                 "this yet; try --backend interpreter")
+            raise
         self.cache_hit = exe.cache_hit
         self.used_threads = exe.threads
         return exe

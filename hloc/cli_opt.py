@@ -62,7 +62,9 @@ class OptCommand(click.Command):
 @click.option("--pick", metavar="TEXT",
               help="MODULE is a dump directory: take the HLO file whose name contains TEXT.")
 @click.option("--dump-to", type=click.Path(file_okay=False),
-              help="Write XLA-named dumps (before/after optimizations) to this directory.")
+              help="Write XLA-named dumps (before/after optimizations, and the LLVM IR the "
+                   "compiled back end makes of the result: *.ir-no-opt.ll, "
+                   "*.ir-with-opt.ll) to this directory.")
 @click.option("--dump-pass-re", metavar="REGEX",
               help="Also dump the module after every pass whose name matches "
                    "(--xla_dump_hlo_pass_re; '.*' dumps only passes that changed it).")
@@ -161,8 +163,28 @@ def opt(module, output, pipeline, passes, list_passes, disable_passes, enable_pa
                            f"(--force to optimise anyway)", err=True)
             if verbose and result.timings:
                 click.echo(f"{m.name}:\n{_timing_report(result.timings)}", err=True)
+            if dumper is not None:
+                with progress.phase("LLVM IR", m.name):
+                    _dump_llvm_ir(dumper, m)
             outputs.append(module_to_text(m))
     finally:
         progress.close()
     text = "---\n".join(outputs)
     write_text(text, output)
+
+
+def _dump_llvm_ir(dumper, module) -> None:
+    """XLA:CPU's `<module>.ir-no-opt.ll` / `.ir-with-opt.ll` (llvm_ir::DumpIrIfEnabled's
+    names; hloc has one LLVM module per HLO module): the IR `hloc emit-llvm --no-opt`
+    and `hloc emit-llvm` print for the optimised module. A module the compiled back end
+    cannot lower gets no .ll files and one line on stderr saying why."""
+    from .backend import Options, lower, optimize
+    from .diagnostics import UnsupportedError
+    options = Options()
+    try:
+        lowered = lower(module, options)
+    except UnsupportedError as e:
+        click.echo(f"hloc opt: {module.name}: no LLVM IR dump: {e.message}", err=True)
+        return
+    dumper.write("ir-no-opt.ll", lowered.ir_text)
+    dumper.write("ir-with-opt.ll", str(optimize(lowered.ir_text, options)))

@@ -123,8 +123,10 @@ Exit status: 0 ok, 1 mismatch with --expected, 2 bad input or parse/verify error
               help="Seed of the fake arguments made when no inputs are given.")
 @click.option("--use-large-float-range", is_flag=True,
               help="Fake floats over the whole range instead of [-0.1, 0.2).")
-@click.option("--backend", default="interpreter", show_default=True, metavar="NAME",
-              help="interpreter, or cpu (compiled with LLVM); Where to run the module (hloc.runner.BACKENDS; now: interpreter).")
+@click.option("--backend", default="cpu", show_default=True, metavar="NAME",
+              help="Where to run the module: cpu (compiled to native code with LLVM) or "
+                   "interpreter (HloEvaluator's semantics, the oracle; also runs what the "
+                   "compiled back end cannot yet).")
 @click.option("--numerics", type=click.Choice(["xla-cpu", "ieee"]), default="xla-cpu",
               show_default=True, help="cpu: XLA:CPU's numerics (FTZ/DAZ, FMA contraction, "
                                       "reassociated reductions) or IEEE (no flush, no contraction).")

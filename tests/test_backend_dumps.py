@@ -28,13 +28,8 @@ DUMPS = Path(__file__).resolve().parents[1] / "testdata" / "dumps"
 SPEC = ErrorSpec(abs=1e-3, rel=1e-3)
 
 # (program, stage) -> the unsupported message the compiled back end must give today.
-KNOWN_UNSUPPORTED = {
-    ("linalg_qr_eigh", "before"): "custom-call target 'lapack_sgeqrf_ffi'",
-    ("linalg_qr_eigh", "after"): "custom-call target 'lapack_sgeqrf_ffi'",
-    ("linalg_svd", "before"): "custom-call target 'lapack_sgesdd_ffi'",
-    ("linalg_svd", "after"): "custom-call target 'lapack_sgesdd_ffi'",
-}
-MAX_UNSUPPORTED = 4
+KNOWN_UNSUPPORTED: dict[tuple[str, str], str] = {}
+MAX_UNSUPPORTED = 0
 # (program, stage, output) -> why XLA's value is not the module's semantics.
 XLA_DIFFERS = {
     ("f64_math", "before", 11): "XLA folds (x * 1e300) * 1e10 into x * inf, so 0 * ... is NaN",

@@ -14,6 +14,7 @@ import hloc
 from corpus import ROOT, TESTDATA
 
 MD = TESTDATA / "multidevice"
+RUN_INTERP = [sys.executable, "-m", "hloc", "run", "--backend", "interpreter"]
 MPIRUN = shutil.which("mpirun")
 
 
@@ -34,7 +35,8 @@ def _mpirun(n: int, args: list[str]):
         flags = ["--oversubscribe"]
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     return subprocess.run([MPIRUN, *flags, "-n", str(n), sys.executable, "-m", "hloc", "run",
-                           *args], capture_output=True, text=True, env=env, timeout=300)
+                           "--backend", "interpreter", *args], capture_output=True, text=True,
+                          env=env, timeout=300)
 
 
 @pytest.mark.parametrize("name", ["shard_map_collectives", "dp_mlp_step"])
@@ -44,14 +46,14 @@ def test_mpirun_gives_the_in_process_results_bit_for_bit(name, tmp_path):
     r = _mpirun(4, [f, "--inputs", dev, "--expected", dev, "--output", str(tmp_path / "m.npz")])
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("** device") == 4 and "outputs match on 4 devices" in r.stdout
-    inproc = subprocess.run([sys.executable, "-m", "hloc", "run", f, "--inputs", dev,
+    inproc = subprocess.run([*RUN_INTERP, f, "--inputs", dev,
                              "--output", str(tmp_path / "i.npz")], capture_output=True)
     assert inproc.returncode == 0
     for a, b in zip(hloc.load_outputs(tmp_path / "m.npz"), hloc.load_outputs(tmp_path / "i.npz")):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
     # fake arguments: device d's are made with seed + d in both runs
     r = _mpirun(4, [f, "--output", str(tmp_path / "mf.npz")])
-    inproc = subprocess.run([sys.executable, "-m", "hloc", "run", f, "--output",
+    inproc = subprocess.run([*RUN_INTERP, f, "--output",
                              str(tmp_path / "if.npz")], capture_output=True)
     assert r.returncode == 0 and inproc.returncode == 0
     for a, b in zip(hloc.load_outputs(tmp_path / "mf.npz"),

@@ -26,6 +26,7 @@ from hloc.syntax import attr_kinds as A
 from corpus import TESTDATA, XLA, needs_corpus, xla_manifest
 
 MD = TESTDATA / "multidevice"
+RUN_INTERP = [sys.executable, "-m", "hloc", "run", "--backend", "interpreter"]   # collectives
 PROGRAMS = ["pmap_collectives", "shard_map_collectives", "dp_mlp_step", "mesh2d_matmul",
             "fsdp_layer", "shard_map_partial", "shard_map_2d"]
 TOL = dict(rtol=1e-5, atol=1e-6)
@@ -84,7 +85,7 @@ def test_run_cli_per_device_inputs_output_json_expected(tmp_path):
     f = MD / "fsdp_layer.after_optimizations.hlo"
     dev = MD / "fsdp_layer.devices.npz"
     out = tmp_path / "o.npz"
-    r = subprocess.run([sys.executable, "-m", "hloc", "run", str(f), "--inputs", str(dev),
+    r = subprocess.run([*RUN_INTERP, str(f), "--inputs", str(dev),
                         "--expected", str(dev), "--output", str(out), "--json"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -94,22 +95,22 @@ def test_run_cli_per_device_inputs_output_json_expected(tmp_path):
     got = hloc.load_outputs(out)
     _, want = _npz(dev)
     np.testing.assert_allclose(got[1], want[1], **TOL)
-    r = subprocess.run([sys.executable, "-m", "hloc", "run", str(f), "--devices", "3"],
+    r = subprocess.run([*RUN_INTERP, str(f), "--devices", "3"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "1 x 4 = 4 devices" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "hloc", "run", str(f), "--inputs",
+    r = subprocess.run([*RUN_INTERP, str(f), "--inputs",
                         str(MD / "fsdp_layer.npz")], capture_output=True, text=True)
     assert r.returncode == 2 and "leading device axis" in r.stderr
 
 
 def test_run_cli_text_per_device_and_global_view():
-    r = subprocess.run([sys.executable, "-m", "hloc", "run",
+    r = subprocess.run([*RUN_INTERP,
                         str(MD / "mesh2d_matmul.after_optimizations.hlo")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert re.findall(r"\*\* device (\d) \(replica 0, partition \d\) \*\*", r.stdout) == \
         ["0", "1", "2", "3"]
-    r = subprocess.run([sys.executable, "-m", "hloc", "run",
+    r = subprocess.run([*RUN_INTERP,
                         str(MD / "shard_map_collectives.before_optimizations.hlo"),
                         "--inputs", str(MD / "shard_map_collectives.npz"),
                         "--expected", str(MD / "shard_map_collectives.npz")],
@@ -326,7 +327,7 @@ def test_opt_keeps_collectives_shardings_and_manual_regions(name):
 def test_huge_device_counts_are_refused_before_any_work():
     f = MD / "mesh2d_matmul.after_optimizations.hlo"
     text = f.read_text().replace("num_partitions=4", "num_partitions=100000", 1)
-    r = subprocess.run([sys.executable, "-m", "hloc", "run", "--no-verify", "-"], input=text,
+    r = subprocess.run([*RUN_INTERP, "--no-verify", "-"], input=text,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 3 and "at most 512 run in one process" in r.stderr, r.stderr
 

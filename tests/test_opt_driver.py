@@ -190,8 +190,39 @@ def test_passes_dump_in_transforms_pipeline(small, tmp_path):
         "before_tuple-simplifier.txt",
         "module_0042.jit_f.0001.transforms_pipeline.after_tuple-simplifier.before_cse.txt",
         "module_0042.jit_f.0002.transforms_pipeline.after_cse.before_pipeline-end.txt",
+        "module_0042.jit_f.ir-no-opt.ll",
+        "module_0042.jit_f.ir-with-opt.ll",
     ])
     assert (d / "module_0042.jit_f.cpu_after_optimizations.txt").read_text() == result.stdout
+
+
+def test_dump_to_writes_the_llvm_ir_that_runs(small, tmp_path):
+    """*.ir-no-opt.ll / *.ir-with-opt.ll are what `hloc emit-llvm` prints for the
+    optimised module; both parse and verify with llvmlite."""
+    import llvmlite.binding as llvm
+
+    from hloc.backend import emit_llvm
+    from hloc.syntax import parse_module
+    d = tmp_path / "d"
+    result = invoke_opt([small, "--dump-to", d])
+    assert result.exit_code == 0, result.stderr
+    m = parse_module(result.stdout, "opt.hlo")
+    for suffix, optimized in (("ir-no-opt.ll", False), ("ir-with-opt.ll", True)):
+        text = (d / f"module_0042.jit_f.{suffix}").read_text()
+        assert text == emit_llvm(m, optimized=optimized)
+        llvm.parse_assembly(text).verify()
+
+
+def test_dump_to_says_why_there_is_no_llvm_ir(tmp_path):
+    src = tmp_path / "ar.hlo"
+    src.write_text("HloModule ar, replica_count=2\n\nadd {\n  a = f32[] parameter(0)\n"
+                   "  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\nENTRY e {\n"
+                   "  p = f32[4] parameter(0)\n"
+                   "  ROOT r = f32[4] all-reduce(p), replica_groups={{0,1}}, to_apply=add\n}\n")
+    result = invoke_opt([src, "--dump-to", tmp_path / "d"])
+    assert result.exit_code == 0, result.stderr
+    assert "no LLVM IR dump: unsupported: opcode all-reduce" in result.stderr
+    assert not list((tmp_path / "d").glob("*.ll"))
 
 
 def test_module_id_option(small, tmp_path):

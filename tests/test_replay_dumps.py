@@ -17,7 +17,6 @@ DUMPS = Path(__file__).resolve().parents[1] / "testdata" / "dumps"
 # (program, stage, test platform) -> (the status replay must give, why)
 _DAZ = ("mismatch", "XLA:CPU numerics flush subnormal inputs/results to zero (DAZ/FTZ); the "
                     "interpreter reference does not, as run_hlo_module's would not")
-_LAPACK = ("unsupported", "the LAPACK custom-call jaxlib emits has no compiled code in hloc")
 KNOWN: dict[tuple[str, str, str], tuple[str, str]] = {
     ("f64_math", "before", "cpu"): _DAZ,
     ("f64_math", "after", "cpu"): _DAZ,
@@ -25,10 +24,6 @@ KNOWN: dict[tuple[str, str, str], tuple[str, str]] = {
     ("special_floats_arith", "after", "cpu"): _DAZ,
     ("special_floats_compare", "before", "cpu"): _DAZ,
     ("special_floats_compare", "after", "cpu"): _DAZ,
-    ("linalg_qr_eigh", "before", "cpu"): _LAPACK,
-    ("linalg_qr_eigh", "after", "cpu"): _LAPACK,
-    ("linalg_svd", "before", "cpu"): _LAPACK,
-    ("linalg_svd", "after", "cpu"): _LAPACK,
 }
 
 

@@ -186,7 +186,7 @@ def test_json_output(tmp):
     r = invoke("run", mod, "--json", "--iterations", "2")
     assert r.exit_code == 0, r.stderr
     obj = json.loads(r.stdout)
-    assert obj["module"] == "mixed" and obj["backend"] == "interpreter"
+    assert obj["module"] == "mixed" and obj["backend"] == "cpu"       # the default
     assert [(o["dtype"], o["shape"]) for o in obj["outputs"]] == [
         ("f32", [2]), ("bf16", [3]), ("s32", [])]
     assert all("values" in o for o in obj["outputs"])
@@ -214,7 +214,7 @@ def test_iterations_print_timings(tmp):
     mod = write(tmp, "add.hlo", ADD)
     r = invoke("run", mod, "--iterations", "3")
     assert r.exit_code == 0
-    assert r.stderr.count("execution time for runner Interpreter: ") == 3
+    assert r.stderr.count("execution time for runner CPU: ") == 3
     assert "\n=== Iteration 0\n" in r.stderr and "\n=== Iteration 2\n" in r.stderr
     one = invoke("run", mod)
     assert "=== Iteration" not in one.stderr and one.stderr.count("execution time") == 1
@@ -241,6 +241,8 @@ def test_print_literals(tmp):
     r = invoke("run", mod, "--inputs", tmp / "in.npz", "--print-literals")
     assert r.stdout.startswith("** Argument 0 **\nf32[2,3] {\n  { 0, 1, 2 },")
     assert "** Argument 1 **\nf32[2,3] {\n  { 10, 10, 10 }," in r.stdout
+    assert "** Result with test runner CPU **\nf32[2,3] {\n  { 10, 11, 12 }," in r.stdout
+    r = invoke("run", mod, "--inputs", tmp / "in.npz", "--print-literals", "--backend", "interpreter")
     assert "** Result with test runner Interpreter **\nf32[2,3] {\n  { 10, 11, 12 }," in r.stdout
 
 

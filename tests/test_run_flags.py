@@ -56,7 +56,7 @@ def test_input_module_and_print_literals(mod):
     r = invoke("run", f"--input_module={mod}", "--print_literals", *ARGS)
     assert r.exit_code == 0, r.output
     assert r.stdout.startswith("** Argument 0 **\nf32[2] {1, 2}\n** Argument 1 **")
-    assert r.stdout.endswith("** Result with test runner Interpreter **\n" + OUT)
+    assert r.stdout.endswith("** Result with test runner CPU **\n" + OUT)     # the default
 
 
 @pytest.mark.parametrize("flags,words", [
@@ -99,7 +99,8 @@ def test_opt_maps_xla_pass_flags(mod, tmp_path):
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == [
         "module_0000.add_mod.before_optimizations.txt",
-        "module_0000.add_mod.cpu_after_optimizations.txt", "module_0000.add_mod.debug_options"]
+        "module_0000.add_mod.cpu_after_optimizations.txt", "module_0000.add_mod.debug_options",
+        "module_0000.add_mod.ir-no-opt.ll", "module_0000.add_mod.ir-with-opt.ll"]
     r = invoke("opt", mod, "--xla_dump_hlo_module_re=.*")
     assert r.exit_code == 2 and "does not read XLA's debug options" in r.stderr
     r = invoke("opt", mod, "--xla_disable_hlo_passes=no-such-pass")

@@ -15,10 +15,12 @@ Layout (one job per module):
   windows.py      reduce-window (generator)
   convolution.py  convolution (generator; groups, dilations, padding, reversal)
   sorting.py      sort (kernel; comparator inlined)
-  custom_calls.py topk and the custom-call table (TopK, identity targets)
+  custom_calls.py topk and the custom-call table (TopK, identity targets, jaxlib's LAPACK)
+  lapack.py       jaxlib's LAPACK custom-calls as calls of OpenBLAS's LAPACK (scratch, workspace)
   linalg.py       triangular-solve (kernel, substitution in place)
   fft.py          fft (direct DFT per element, f64)
-  rng.py          rng-bit-generator (Philox / ThreeFry, bit-exact with the interpreter)
+  rng.py          rng-bit-generator (Philox / ThreeFry, bit-exact with the interpreter); rng
+                  (a Philox stream per instruction and run: random, not the interpreter's)
   kernels.py      one kernel function per fusion / unfused op (work-group ABI)
   buffers.py      buffer plan: aliases, outputs in place, arena reuse by live range
   computation.py  one function per HLO computation; while/conditional/call in LLVM
@@ -29,6 +31,7 @@ Layout (one job per module):
   collective_calls.py  collectives / replica-id / partition-id as device-runtime calls
   device_runtime.py    N devices as threads meeting at collectives (DeviceExecutable)
   global_view.py  xla.sdy.FuncResultSharding (an annotation) in global-view dumps
+  expand.py       expansions XLA:CPU always applies (batch-norm), on a clone, before lowering
   jit.py          lowering, new-PM optimisation, object emission, MCJIT loading
   cache.py        the on-disk object cache
   executable.py   Executable: NumPy arguments/results bound to the native entry

@@ -57,7 +57,10 @@ def _aliases_operand(inst) -> bool:
 
 # Instructions whose value needs no code of their own.
 _NO_CODE = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "after-all",
-                      "opt-barrier"})
+                      "opt-barrier", "copy-done", "async-update", "async-done"})
+# Async wrappers: (tuple element of the result, tuple element of the operand) pairs whose
+# leaves are the same buffers; the other elements of copy-start/async-start are new.
+_ALIASED_ELEMENT = {"copy-done": (None, 0), "async-done": (None, 1), "async-update": (None, None)}
 
 
 class Plan:
@@ -95,12 +98,37 @@ def plan(comp, callee_arena) -> Plan:
         if op == "parameter":
             continue
         if op == "constant":
-            leaves[id(inst)] = [Buf("const", leaf_bytes(inst.shape), inst=inst)]
+            leaves[id(inst)] = [Buf("const", leaf_bytes(s), index=k, inst=inst)   # k: tuple leaf
+                                for k, s in enumerate(inst.shape.leaves())]
         elif op == "tuple":
             leaves[id(inst)] = [b for o in inst.operands for b in leaves[id(o)]]
         elif op == "get-tuple-element":
             start, stop = leaf_ranges(inst.operands[0].shape)[inst.attrs["index"]]
             leaves[id(inst)] = leaves[id(inst.operands[0])][start:stop]
+        elif op in _ALIASED_ELEMENT:
+            el = _ALIASED_ELEMENT[op][1]
+            src = leaves[id(inst.operands[0])]
+            if el is not None:
+                start, stop = leaf_ranges(inst.operands[0].shape)[el]
+                src = src[start:stop]
+            leaves[id(inst)] = list(src)
+        elif op in ("copy-start", "async-start"):
+            # copy-start: (destination, source = the operand, context...);
+            # async-start: ((operands...), results, context...)
+            kept = 1 if op == "copy-start" else 0
+            given = [b for o in inst.operands for b in leaves[id(o)]]
+            bufs = []
+            for k, (start, stop) in enumerate(leaf_ranges(inst.shape)):
+                if k == kept:
+                    bufs.extend(given)
+                    continue
+                for s_ in inst.shape.leaves()[start:stop]:
+                    n = leaf_bytes(s_)
+                    buf = Buf("temp" if n else "none", n)
+                    bufs.append(buf)
+                    if n:
+                        owned.append((pos, buf))
+            leaves[id(inst)] = bufs
         elif _aliases_operand(inst) or op == "opt-barrier":
             # bitcast/reshape (same bytes), set-dimension-size (sizes are not tracked)
             leaves[id(inst)] = list(leaves[id(inst.operands[0])])
@@ -193,6 +221,8 @@ def _called_functions(inst) -> list:
         return [inst.attrs["condition"], inst.attrs["body"]]
     if op == "call":
         return [inst.attrs["to_apply"]]
+    if op == "async-start":
+        return [inst.attrs["calls"]]
     if op == "conditional":
         if "branch_computations" in inst.attrs:
             return list(inst.attrs["branch_computations"])

@@ -89,7 +89,7 @@ class _Emitter:
             elif buf.kind == "temp":
                 p = b.gep(temp, [i64(buf.offset)], source_etype=I8, inbounds=True)
             elif buf.kind == "const":
-                p = self.mcx.constant_global(buf.inst)
+                p = self.mcx.constant_global(buf.inst, buf.index)
             else:
                 p = ir.Constant(PTR, None)
         self._ptr_cache[id(buf)] = p
@@ -148,6 +148,10 @@ class _Emitter:
             case "copy" if inst.shape.is_tuple:
                 for dst, src in zip(self.leaves(inst), self.leaves(inst.operands[0])):
                     self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+            case "copy-start" | "async-start":
+                self.async_start(inst)
+            case "select" if inst.shape.is_tuple:
+                self.tuple_select(inst)
             case "dot" if (gemm := blas.plan(inst, self.mcx.options)) is not None:
                 blas.emit_call(self, inst, gemm)
             case _ if collective_calls.is_device_op(inst):
@@ -167,6 +171,38 @@ class _Emitter:
                     self.b.call(run, [kernel, self.ptr_array(bufs), i64(nwg)])
                 else:
                     self.b.call(kernel, [self.ptr_array(bufs), i64(0), i64(1)])
+
+    def async_start(self, inst) -> None:
+        """copy-start copies its operand into the destination element; async-start calls
+        its computation on the operands into the results element (run synchronously, as
+        the interpreter does); context elements are zeroed."""
+        from .buffers import leaf_ranges
+        mine = self.leaves(inst)
+        ranges = leaf_ranges(inst.shape)
+        ins = [x for o in inst.operands for x in self.leaves(o)]
+        start, stop = ranges[0] if inst.opcode == "copy-start" else ranges[1]
+        if inst.opcode == "copy-start":
+            for dst, src in zip(mine[start:stop], ins):
+                self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+        else:
+            self.call_comp(inst.attrs["calls"], ins, mine[start:stop])
+        f = self.mcx.intrinsic("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
+        for a, z in ranges[2:]:
+            for buf in mine[a:z]:
+                if buf.size:
+                    self.b.call(f, [self.ptr(buf), ir.Constant(I8, 0), i64(buf.size), ir.Constant(I1, 0)])
+
+    def tuple_select(self, inst) -> None:
+        """select(pred[], tuple, tuple): each leaf copied from the chosen operand."""
+        b = self.b
+        (pbuf,) = self.leaves(inst.operands[0])
+        p = b.icmp_unsigned("!=", b.load(self.ptr(pbuf), typ=I8), ir.Constant(I8, 0))
+        f = self.mcx.intrinsic("llvm.memmove.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
+        for dst, t, e in zip(self.leaves(inst), self.leaves(inst.operands[1]),
+                             self.leaves(inst.operands[2])):
+            if dst.size:
+                src = b.select(p, self.ptr(t), self.ptr(e))
+                b.call(f, [self.ptr(dst), src, i64(dst.size), ir.Constant(I1, 0)])
 
     def while_(self, inst) -> None:
         """The state lives in two buffer sets used alternately (the body reads one and

@@ -51,13 +51,15 @@ class ModuleContext:
             self.module.data_layout = data_layout
         self.options = options
         self._decls: dict[str, ir.Function] = {}
-        self._consts: dict[int, ir.GlobalVariable] = {}
+        self._consts: dict[tuple, ir.GlobalVariable] = {}
         self._names: set[str] = set()
 
     def unique(self, name: str) -> str:
         base = "".join(c if c.isalnum() or c in "._" else "_" for c in name) or "f"
         out, n = base, 1
-        while out in self._names:
+        # never a runtime-table or intrinsic name: a kernel called `exp` (or `memcpy`)
+        # would collide with, or stand in for, the symbol of that name
+        while out in self._names or out in runtime.ALLOWED or out.startswith("llvm."):
             n += 1
             out = f"{base}.{n}"
         self._names.add(out)
@@ -75,12 +77,15 @@ class ModuleContext:
         runtime.require(name)
         return self.intrinsic(name, ret, args)
 
-    def constant_global(self, inst) -> ir.GlobalVariable:
-        """The constant's bytes in its physical layout, as a private global."""
-        g = self._consts.get(id(inst))
+    def constant_global(self, inst, leaf: int = 0) -> ir.GlobalVariable:
+        """Leaf `leaf` of the constant (the array itself unless tuple-shaped): its bytes in
+        its physical layout, as a private global."""
+        g = self._consts.get((id(inst), leaf))
         if g is None:
-            shape = inst.shape
-            arr = np.asarray(inst.literal.value, dtype=shape.dtype.np)
+            shape, value = inst.shape.leaves()[leaf], inst.literal.value
+            if inst.shape.is_tuple:
+                value = _flat_leaves(value)[leaf]
+            arr = np.asarray(value, dtype=shape.dtype.np)
             phys = np.ascontiguousarray(arr.transpose(tuple(reversed(minor_to_major(shape)))))
             data = bytearray(phys.tobytes())
             ty = ir.ArrayType(I8, max(len(data), 1))
@@ -89,8 +94,14 @@ class ModuleContext:
             g.global_constant = True
             g.linkage = "private"
             g.align = 64
-            self._consts[id(inst)] = g
+            self._consts[(id(inst), leaf)] = g
         return g
+
+
+def _flat_leaves(value) -> list:
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in _flat_leaves(v)]
+    return [value]
 
 
 class KernelBuilder:

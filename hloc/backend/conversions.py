@@ -113,6 +113,38 @@ def _from_bits(b, dt, bits):
     return from_storage(b, dt, bits if bits.type == st else b.bitcast(bits, st))
 
 
+@emits("stochastic-convert")
+def _emit_stochastic_convert(kb, inst, ops, index):
+    """StochasticConvertDecomposer, as the interpreter (hloc.interp.conversions): |x| rounds
+    up when random < frac(|x|) * 2**bits(random) (unsigned); the sign is put back and
+    x <= INT_MIN / x >= INT_MAX saturate. Steps in x's type, f16's fraction scaled in f32."""
+    from ..ir.dtypes import DTYPES
+    from .types import round_narrow
+    b = kb.b
+    src, rdt, dst = inst.operands[0].shape.dtype, inst.operands[1].shape.dtype, inst.shape.dtype
+    if dst.kind != "int" or src.kind != "float" or rdt.kind != "uint":
+        raise unsupported(inst, f"stochastic-convert from {src.name} to {dst.name}")
+    w, rnd = ops[0](index), ops[1](index)
+    t = w.type
+    k = lambda v: ir.Constant(t, v)   # noqa: E731
+    neg = b.fcmp_ordered("<", w, k(0.0))
+    a = _fabs(kb, w)
+    floor = kb.mcx.intrinsic(f"llvm.floor.{'f32' if t == F32 else 'f64'}", t, [t])
+    tr = b.call(floor, [a])
+    frac = round_narrow(b, src, b.fsub(a, tr))
+    scaled = b.fmul(frac, k(float(2 ** rdt.bits)))
+    if src.name != "f16":
+        scaled = round_narrow(b, src, scaled)
+    up = b.icmp_unsigned("<", rnd, convert_value(kb, inst, scaled, DTYPES["f32" if t == F32 else "f64"], rdt))
+    ti = convert_value(kb, inst, tr, DTYPES["f32" if t == F32 else "f64"], dst)
+    one = ir.Constant(ti.type, 1)
+    ti = b.select(up, b.add(ti, one), ti)
+    res = b.select(neg, b.neg(ti), ti)
+    lo, hi = -(1 << (dst.bits - 1)), (1 << (dst.bits - 1)) - 1
+    res = b.select(b.fcmp_ordered("<=", w, k(float(lo))), ir.Constant(ti.type, lo), res)
+    return b.select(b.fcmp_ordered(">=", w, k(float(hi))), ir.Constant(ti.type, hi), res)
+
+
 @emits("bitcast-convert")
 def _emit_bitcast_convert(kb, inst, ops, index):
     """Same width: the bits reinterpreted. A wider source splits into a new minor

@@ -2,9 +2,11 @@
 (Smith's algorithm with XLA's inf/0 cases, EmitComplexDivide) and abs (max * sqrt(1 +
 (min/max)^2), EmitComplexAbs) — the interpreter's hloc.interp.numerics formulas operation
 for operation — and the transcendentals in UNARY (exp, log, sqrt, rsqrt, sin, cos, tan,
-tanh, sinh, cosh, logistic, sign) by their textbook formulas in f64, matching the
-interpreter's NumPy values within ErrorSpec. power is the interpreter's complex_power.
-Inverse trig, expm1, log1p and atan2 on complex are not compiled yet.
+tanh, sinh, cosh, logistic, sign, and the inverse functions asin, acos, atan, asinh,
+acosh, atanh on NumPy's branch cuts) by textbook formulas in f64, matching the
+interpreter's NumPy values within ErrorSpec. expm1, log1p, atan2 and power are the
+interpreter's formulas (EmitComplexUnaryOp's expm1/log1p, HloEvaluator's atan2,
+complex_power).
 """
 from __future__ import annotations
 
@@ -146,28 +148,20 @@ def _sqrt(kb, z):
     return Cplx(b.select(zero, c(0.0), re), b.select(zero, y, im))
 
 
-def _sin(kb, z):
-    b = kb.b
-    return Cplx(b.fmul(_m(kb, "sin", z.re), _m(kb, "cosh", z.im)),
-                b.fmul(_m(kb, "cos", z.re), _m(kb, "sinh", z.im)))
+def _product_form(re_fns, im_fns, negate_im=False):
+    """z = a + bi -> f(a) g(b) + (+-) h(a) k(b) i: sin, cos, sinh and cosh of a + bi."""
+    def emit(kb, z):
+        b = kb.b
+        im = b.fmul(_m(kb, im_fns[0], z.re), _m(kb, im_fns[1], z.im))
+        return Cplx(b.fmul(_m(kb, re_fns[0], z.re), _m(kb, re_fns[1], z.im)),
+                    b.fneg(im) if negate_im else im)
+    return emit
 
 
-def _cos(kb, z):
-    b = kb.b
-    return Cplx(b.fmul(_m(kb, "cos", z.re), _m(kb, "cosh", z.im)),
-                b.fneg(b.fmul(_m(kb, "sin", z.re), _m(kb, "sinh", z.im))))
-
-
-def _sinh(kb, z):
-    b = kb.b
-    return Cplx(b.fmul(_m(kb, "sinh", z.re), _m(kb, "cos", z.im)),
-                b.fmul(_m(kb, "cosh", z.re), _m(kb, "sin", z.im)))
-
-
-def _cosh(kb, z):
-    b = kb.b
-    return Cplx(b.fmul(_m(kb, "cosh", z.re), _m(kb, "cos", z.im)),
-                b.fmul(_m(kb, "sinh", z.re), _m(kb, "sin", z.im)))
+_sin = _product_form(("sin", "cosh"), ("cos", "sinh"))
+_cos = _product_form(("cos", "cosh"), ("sin", "sinh"), negate_im=True)
+_sinh = _product_form(("sinh", "cos"), ("cosh", "sin"))
+_cosh = _product_form(("cosh", "cos"), ("sinh", "sin"))
 
 
 def _tanh(kb, z):
@@ -180,11 +174,6 @@ def _tanh(kb, z):
     big = b.fcmp_ordered(">", _abs(kb, z.re), ir.Constant(z.re.type, 20.0))
     return Cplx(b.select(big, _copysign(kb, ir.Constant(z.re.type, 1.0), z.re), re),
                 b.select(big, b.fmul(ir.Constant(z.re.type, 0.0), z.im), im))
-
-
-def _tan(kb, z):
-    t = _tanh(kb, Cplx(kb.b.fneg(z.im), z.re))       # tan(z) = -i tanh(iz)
-    return Cplx(t.im, kb.b.fneg(t.re))
 
 
 def _one_over(kb, z):
@@ -206,7 +195,144 @@ def _sign(kb, z):
     return Cplx(b.select(zero, c0, b.fdiv(z.re, safe)), b.select(zero, c0, b.fdiv(z.im, safe)))
 
 
+def _add(kb, x, y):
+    return Cplx(kb.b.fadd(x.re, y.re), kb.b.fadd(x.im, y.im))
+
+
+def _sub(kb, x, y):
+    return Cplx(kb.b.fsub(x.re, y.re), kb.b.fsub(x.im, y.im))
+
+
+def _mul(kb, x, y):
+    b = kb.b
+    return Cplx(b.fsub(b.fmul(x.re, y.re), b.fmul(x.im, y.im)),
+                b.fadd(b.fmul(x.re, y.im), b.fmul(x.im, y.re)))
+
+
+def _real(kb, v, like):
+    return Cplx(ir.Constant(like.re.type, v), ir.Constant(like.re.type, 0.0))
+
+
+def _times_i(kb, z):                       # i z
+    return Cplx(kb.b.fneg(z.im), z.re)
+
+
+def _times_minus_i(kb, z):                 # -i z
+    return Cplx(z.im, kb.b.fneg(z.re))
+
+
+def _first_quadrant(kb, fn, z, odd_re=True):
+    """fn on (|a|, |b|), then the signs put back as C99's casinh/catanh/cacosh have them
+    (conj(f(z)) = f(conj(z)), and for odd f, f(-z) = -f(z)): signed zeros on the
+    branch cuts choose the side, as NumPy's functions do."""
+    b = kb.b
+    r = fn(kb, Cplx(_abs(kb, z.re) if odd_re else z.re, _abs(kb, z.im)))
+    return Cplx(_copysign(kb, r.re, z.re) if odd_re else r.re, _copysign(kb, r.im, z.im))
+
+
+def _asinh(kb, z):
+    """log(w + sqrt(w^2 + 1)) on the first quadrant (no cancellation there)."""
+    def q1(kb, w):
+        return _log(kb, _add(kb, w, _sqrt(kb, _add(kb, _mul(kb, w, w), _real(kb, 1.0, w)))))
+    return _first_quadrant(kb, q1, z)
+
+
+def _rotated(fn):
+    """z -> -i fn(i z): asin from asinh, atan from atanh (and tan from tanh)."""
+    return lambda kb, z: _times_minus_i(kb, fn(kb, _times_i(kb, z)))
+
+
+_asin = _rotated(_asinh)
+
+
+def _acos(kb, z):                          # pi/2 - asin(z)
+    a = _asin(kb, z)
+    return Cplx(kb.b.fsub(ir.Constant(z.re.type, 1.5707963267948966), a.re), kb.b.fneg(a.im))
+
+
+def _acosh(kb, z):                         # log(z + sqrt(z + 1) sqrt(z - 1)), im >= 0
+    def upper(kb, w):
+        one = _real(kb, 1.0, w)
+        return _log(kb, _add(kb, w, _mul(kb, _sqrt(kb, _add(kb, w, one)), _sqrt(kb, _sub(kb, w, one)))))
+    return _first_quadrant(kb, upper, z, odd_re=False)
+
+
+def _atanh(kb, z):                         # (log(1 + z) - log(1 - z)) / 2
+    def q1(kb, w):
+        one, half = _real(kb, 1.0, w), ir.Constant(w.re.type, 0.5)
+        d = _sub(kb, _log(kb, _add(kb, one, w)), _log(kb, _sub(kb, one, w)))
+        return Cplx(kb.b.fmul(d.re, half), kb.b.fmul(d.im, half))
+    return _first_quadrant(kb, q1, z)
+
+
+_atan = _rotated(_atanh)
+
+
+def _expm1(kb, z):
+    """(e^a cos b - 1) + e^a sin b i; a real argument (b == 0) gives expm1(a) + b i."""
+    b = kb.b
+    ea = _m(kb, "exp", z.re)
+    real0 = b.fcmp_ordered("==", z.im, ir.Constant(z.im.type, 0.0))
+    re = b.fsub(b.fmul(ea, _m(kb, "cos", z.im)), ir.Constant(z.re.type, 1.0))
+    return Cplx(b.select(real0, _m(kb, "expm1", z.re), re),
+                b.select(real0, z.im, b.fmul(ea, _m(kb, "sin", z.im))))
+
+
+def log1p(kb, dt, z):
+    """0.5 log1p(a^2 + 2a + b^2) + atan2(b, a + 1) i, the sum in the element precision
+    (as the interpreter); log|z + 1| where the sum overflows. libm calls in f64."""
+    b = kb.b
+    a, y = z.re, z.im
+    k = lambda v: ir.Constant(a.type, v)   # noqa: E731
+    s = b.fadd(b.fadd(b.fmul(a, a), b.fmul(k(2.0), a)), b.fmul(y, y))
+    finite = lambda v: b.fcmp_ordered("<", _abs(kb, v), k(float("inf")))   # noqa: E731
+    over = b.and_(b.fcmp_ordered("==", _abs(kb, s), k(float("inf"))), b.and_(finite(a), finite(y)))
+    a1 = b.fadd(a, k(1.0))
+    wide = (lambda v: b.fpext(v, ir.DoubleType())) if a.type == F32 else (lambda v: v)   # noqa: E731
+    back = (lambda v: b.fptrunc(v, F32)) if a.type == F32 else (lambda v: v)   # noqa: E731
+    big = back(_m(kb, "log", _m(kb, "hypot", wide(a1), wide(y))))
+    re = b.select(over, big, b.fmul(k(0.5), back(_m(kb, "log1p", wide(s)))))
+    return Cplx(re, back(_m(kb, "atan2", wide(y), wide(a1))))
+
+
+def _np_divide(kb, x, y):
+    """NumPy's complex division loop (Smith's method; 0 divisor: x.re/|0|, x.im/|0|)."""
+    b = kb.b
+    one, zero = ir.Constant(x.re.type, 1.0), ir.Constant(x.re.type, 0.0)
+    yr_abs, yi_abs = _abs(kb, y.re), _abs(kb, y.im)
+    ge = b.fcmp_ordered(">=", yr_abs, yi_abs)
+    both0 = b.and_(b.fcmp_ordered("==", yr_abs, zero), b.fcmp_ordered("==", yi_abs, zero))
+    rat = b.fdiv(y.im, y.re)
+    scl = b.fdiv(one, b.fadd(y.re, b.fmul(y.im, rat)))
+    r1 = Cplx(b.fmul(b.fadd(x.re, b.fmul(x.im, rat)), scl), b.fmul(b.fsub(x.im, b.fmul(x.re, rat)), scl))
+    rat2 = b.fdiv(y.re, y.im)
+    scl2 = b.fdiv(one, b.fadd(y.im, b.fmul(y.re, rat2)))
+    r2 = Cplx(b.fmul(b.fadd(b.fmul(x.re, rat2), x.im), scl2),
+              b.fmul(b.fsub(b.fmul(x.im, rat2), x.re), scl2))
+    r0 = Cplx(b.fdiv(x.re, yr_abs), b.fdiv(x.im, yr_abs))
+    pick = lambda f: b.select(ge, b.select(both0, f(r0), f(r1)), f(r2))   # noqa: E731
+    return Cplx(pick(lambda c: c.re), pick(lambda c: c.im))
+
+
+def atan2(kb, dt, y, x):
+    """HloEvaluator's complex atan2, -i log((x + i y) / sqrt(x x + y y)), with NumPy's
+    complex operations as the interpreter evaluates it (i y a full product, so signed
+    zeros come out the same), in f64."""
+    (y, was32), (x, _) = _wide(kb, y), _wide(kb, x)
+    i = _real(kb, 0.0, y)
+    i = Cplx(i.re, ir.Constant(y.re.type, 1.0))
+    q = _np_divide(kb, _add(kb, x, _mul(kb, i, y)),
+                   _sqrt(kb, _add(kb, _mul(kb, x, x), _mul(kb, y, y))))
+    return _narrow(kb, _mul(kb, Cplx(ir.Constant(y.re.type, 0.0), ir.Constant(y.re.type, -1.0)),
+                            _log(kb, q)), was32)
+
+
+_tan = _rotated(_tanh)                     # tan(z) = -i tanh(i z)
+
 UNARY = {
+    "asin": _wrap(_asin), "acos": _wrap(_acos), "atan": _wrap(_atan),
+    "asinh": _wrap(_asinh), "acosh": _wrap(_acosh), "atanh": _wrap(_atanh),
+    "exponential-minus-one": _wrap(_expm1), "log-plus-one": log1p,
     "exponential": _wrap(_exp), "log": _wrap(_log), "sqrt": _wrap(_sqrt),
     "rsqrt": _wrap(lambda kb, z: _one_over(kb, _sqrt(kb, z))),
     "sine": _wrap(_sin), "cosine": _wrap(_cos), "tan": _wrap(_tan), "tanh": _wrap(_tanh),

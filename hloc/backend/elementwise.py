@@ -308,7 +308,7 @@ _NO_ROUND = frozenset({"is-finite"})
 
 
 # ---------------------------------------------------------------------------
-# Complex (the common subset; the rest is `unsupported`)
+# Complex
 
 _COMPLEX_BINARY = {
     "add": lambda kb, dt, x, y: Cplx(kb.b.fadd(x.re, y.re, flags=kb.flags),
@@ -319,6 +319,7 @@ _COMPLEX_BINARY = {
 _COMPLEX_BINARY["multiply"] = cplx.multiply
 _COMPLEX_BINARY["divide"] = cplx.divide
 _COMPLEX_BINARY["power"] = cplx.power
+_COMPLEX_BINARY["atan2"] = cplx.atan2
 _COMPLEX_UNARY = {
     **cplx.UNARY,
     "abs": cplx.absolute,

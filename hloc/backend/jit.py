@@ -55,6 +55,8 @@ class Lowered:
 
 
 def lower(module, options: Options) -> Lowered:
+    from .expand import for_codegen
+    module = for_codegen(module)          # batch-norm expanded, as XLA:CPU always does
     _, _, _, triple = host()
     tm = target_machine()
     mcx = ModuleContext(module.name, options, triple, str(tm.target_data))

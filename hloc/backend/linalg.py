@@ -9,7 +9,7 @@ index mapping, not by copying.
 from __future__ import annotations
 
 from .indexing import _copy_all
-from .loops import Index, for_range, i64
+from .loops import Index, for_range, i64, loop_names, loop_nest
 from .registry import emits_kernel
 from .types import I64, Cplx, const, load_elem, storage_type, store_elem
 
@@ -52,37 +52,31 @@ def triangular_solve(kb, inst, ops, outputs, *, left, lower, unit, trans):
         swap_a, eff_lower = not swap_a, not eff_lower
     rank = xshape.rank
     ncols = xshape.dims[-1] if left else xshape.dims[-2]
-    stack, bivs = [], []
-    for d in range(rank - 2):
-        cm = for_range(b, 0, xshape.dims[d], name=f"tb{d}")
-        bivs.append(cm.__enter__())
-        stack.append(cm)
+    with loop_nest(b, xshape.dims[:rank - 2], names=loop_names("tb", rank - 2)) as bivs:
 
-    def m_at(i, j):       # element (i, j) of the matrix M solved against (M x = rhs)
-        r, c = (j, i) if swap_a else (i, j)
-        v = ops[0](Index(b, ashape, multi=bivs + [r, c]))
-        return conj(v) if trans == "ADJOINT" else v
+        def m_at(i, j):       # element (i, j) of the matrix M solved against (M x = rhs)
+            r, c = (j, i) if swap_a else (i, j)
+            v = ops[0](Index(b, ashape, multi=bivs + [r, c]))
+            return conj(v) if trans == "ADJOINT" else v
 
-    def x_ptr(i, k):      # element (i, k) of the left-side unknown
-        multi = bivs + ([i, k] if left else [k, i])
-        return b.gep(xptr, [Index(b, xshape, multi=multi).linear], source_etype=storage_type(dt),
-                     inbounds=True)
+        def x_ptr(i, k):      # element (i, k) of the left-side unknown
+            multi = bivs + ([i, k] if left else [k, i])
+            return b.gep(xptr, [Index(b, xshape, multi=multi).linear], source_etype=storage_type(dt),
+                         inbounds=True)
 
-    with for_range(b, 0, ncols, name="tk") as k:
-        with for_range(b, 0, n, name="ti") as step:
-            i = step if eff_lower else b.sub(i64(n - 1), step)
-            acc = kb.alloca_entry(_acc_type(dt), name="ts")
-            _store_acc(b, acc, load_elem(b, dt, x_ptr(i, k)))
-            lo, hi = (i64(0), i) if eff_lower else (b.add(i, i64(1)), i64(n))
-            with for_range(b, lo, hi, name="tj") as j:
+        with for_range(b, 0, ncols, name="tk") as k:
+            with for_range(b, 0, n, name="ti") as step:
+                i = step if eff_lower else b.sub(i64(n - 1), step)
+                acc = kb.alloca_entry(_acc_type(dt), name="ts")
+                _store_acc(b, acc, load_elem(b, dt, x_ptr(i, k)))
+                lo, hi = (i64(0), i) if eff_lower else (b.add(i, i64(1)), i64(n))
+                with for_range(b, lo, hi, name="tj") as j:
+                    s = _load_acc(b, acc, dt)
+                    _store_acc(b, acc, sub(s, mul(m_at(i, j), load_elem(b, dt, x_ptr(j, k)))))
                 s = _load_acc(b, acc, dt)
-                _store_acc(b, acc, sub(s, mul(m_at(i, j), load_elem(b, dt, x_ptr(j, k)))))
-            s = _load_acc(b, acc, dt)
-            if not unit:
-                s = div(s, m_at(i, i))
-            store_elem(b, dt, s, x_ptr(i, k))
-    for cm in reversed(stack):
-        cm.__exit__(None, None, None)
+                if not unit:
+                    s = div(s, m_at(i, i))
+                store_elem(b, dt, s, x_ptr(i, k))
 
 
 def _acc_type(dt):
@@ -119,62 +113,75 @@ _ = const
 @emits_kernel("cholesky")
 def _emit_cholesky(kb, inst, ops, outputs):
     """Unblocked Cholesky of the `lower` (or upper, through the transpose) triangle, the
-    interpreter's order; a matrix whose diagonal goes NaN becomes all NaN. Real types."""
+    interpreter's order; a matrix whose diagonal goes NaN becomes all NaN. Real types;
+    f16/bf16 factor in an f32 work matrix (the interpreter's work type), rounded once at
+    the end (up to 128 x 128, the work matrix lives on the stack)."""
     from llvmlite import ir
     from ..interp.core import unsupported
+    from ..ir.dtypes import DTYPES
+    from .types import F32
     b = kb.b
     (lptr, shape), = outputs
     dt = shape.dtype
-    if dt.name not in ("f32", "f64"):     # narrow floats: the interpreter works in f32
-        raise unsupported(inst, f"cholesky on {dt.name} in the compiled back end")
-    lower = bool(inst.attrs.get("lower"))
+    narrow = dt.name in ("f16", "bf16")
     n = shape.dims[-1]
+    if dt.name not in ("f32", "f64") and not (narrow and n <= 128):
+        raise unsupported(inst, f"cholesky on {dt.name}{f'[{n},{n}]' if narrow else ''} "
+                                "in the compiled back end")
+    lower = bool(inst.attrs.get("lower"))
     if shape.size == 0:
         return
     ashape = inst.operands[0].shape
-    zero = const(dt, 0.0)
-    _copy_all(kb, lambda index: zero, lptr, shape)
-    stack, bivs = [], []
-    for d in range(shape.rank - 2):
-        cm = for_range(b, 0, shape.dims[d], name=f"cb{d}")
-        bivs.append(cm.__enter__())
-        stack.append(cm)
-
-    def a_at(i, j):
-        return ops[0](Index(b, ashape, multi=bivs + ([i, j] if lower else [j, i])))
-
-    def l_ptr(i, j):
-        multi = bivs + ([i, j] if lower else [j, i])
-        return b.gep(lptr, [Index(b, shape, multi=multi).linear], source_etype=storage_type(dt),
-                     inbounds=True)
-
+    wdt = DTYPES["f32"] if narrow else dt
+    zero = const(wdt, 0.0)
     t = zero.type
+    work = kb.alloca_entry(ir.ArrayType(F32, n * n), name="chol.work") if narrow else None
+    if not narrow:
+        _copy_all(kb, lambda index: zero, lptr, shape)
     acc = kb.alloca_entry(t, name="cs")
     failed = kb.alloca_entry(ir.IntType(1), name="cfail")
-    b.store(ir.Constant(ir.IntType(1), 0), failed)
     sqrt = kb.mcx.intrinsic(f"llvm.sqrt.{'f32' if str(t) == 'float' else 'f64'}", t, [t])
-    with for_range(b, 0, n, name="cj") as j:
-        b.store(a_at(j, j), acc)
-        with for_range(b, 0, j, name="ck") as k:
-            v = load_elem(b, dt, l_ptr(j, k))
-            b.store(b.fsub(b.load(acc, typ=t), b.fmul(v, v)), acc)
-        ljj = b.call(sqrt, [b.load(acc, typ=t)])
-        store_elem(b, dt, ljj, l_ptr(j, j))
-        ljj = load_elem(b, dt, l_ptr(j, j))
-        b.store(b.or_(b.load(failed, typ=ir.IntType(1)), b.fcmp_unordered("uno", ljj, ljj)), failed)
-        with for_range(b, b.add(j, i64(1)), i64(n), name="ci") as i:
-            b.store(a_at(i, j), acc)
-            with for_range(b, 0, j, name="ck2") as k:
-                p = b.fmul(load_elem(b, dt, l_ptr(i, k)), load_elem(b, dt, l_ptr(j, k)))
-                b.store(b.fsub(b.load(acc, typ=t), p), acc)
-            store_elem(b, dt, b.fdiv(b.load(acc, typ=t), ljj), l_ptr(i, j))
-    with b.if_then(b.load(failed, typ=ir.IntType(1))):
-        nan = ir.Constant(t, float("nan"))
-        with for_range(b, 0, n, name="fi") as i:
-            with for_range(b, 0, n, name="fj") as j:
-                store_elem(b, dt, nan, l_ptr(i, j))
-    for cm in reversed(stack):
-        cm.__exit__(None, None, None)
+    with loop_nest(b, shape.dims[:-2], names=loop_names("cb", shape.rank - 2)) as bivs:
+        def a_at(i, j):
+            return ops[0](Index(b, ashape, multi=bivs + ([i, j] if lower else [j, i])))
+
+        def out_ptr(i, j):
+            multi = bivs + ([i, j] if lower else [j, i])
+            return b.gep(lptr, [Index(b, shape, multi=multi).linear], source_etype=storage_type(dt),
+                         inbounds=True)
+
+        def l_ptr(i, j):
+            if narrow:
+                return b.gep(work, [b.add(b.mul(i, i64(n)), j)], source_etype=F32, inbounds=True)
+            return out_ptr(i, j)
+
+        def fill(v):
+            with loop_nest(b, [n, n], names=["fi", "fj"]) as (i, j):
+                store_elem(b, wdt, v, l_ptr(i, j))
+
+        if narrow:
+            fill(zero)
+        b.store(ir.Constant(ir.IntType(1), 0), failed)
+        with for_range(b, 0, n, name="cj") as j:
+            b.store(a_at(j, j), acc)
+            with for_range(b, 0, j, name="ck") as k:
+                v = load_elem(b, wdt, l_ptr(j, k))
+                b.store(b.fsub(b.load(acc, typ=t), b.fmul(v, v)), acc)
+            ljj = b.call(sqrt, [b.load(acc, typ=t)])
+            store_elem(b, wdt, ljj, l_ptr(j, j))
+            ljj = load_elem(b, wdt, l_ptr(j, j))
+            b.store(b.or_(b.load(failed, typ=ir.IntType(1)), b.fcmp_unordered("uno", ljj, ljj)), failed)
+            with for_range(b, b.add(j, i64(1)), i64(n), name="ci") as i:
+                b.store(a_at(i, j), acc)
+                with for_range(b, 0, j, name="ck2") as k:
+                    p = b.fmul(load_elem(b, wdt, l_ptr(i, k)), load_elem(b, wdt, l_ptr(j, k)))
+                    b.store(b.fsub(b.load(acc, typ=t), p), acc)
+                store_elem(b, wdt, b.fdiv(b.load(acc, typ=t), ljj), l_ptr(i, j))
+        with b.if_then(b.load(failed, typ=ir.IntType(1))):
+            fill(ir.Constant(t, float("nan")))
+        if narrow:
+            with loop_nest(b, [n, n], names=["oi", "oj"]) as (i, j):
+                store_elem(b, dt, load_elem(b, wdt, l_ptr(i, j)), out_ptr(i, j))
 
 
 def potrf(kb, inst, ops, outputs, *, lower: bool):
@@ -194,47 +201,41 @@ def potrf(kb, inst, ops, outputs, *, lower: bool):
     _copy_all(kb, ops[0], optr, shape)
     if shape.size == 0 and ishape.size == 0:
         return
-    stack, bivs = [], []
-    for d in range(shape.rank - 2):
-        cm = for_range(b, 0, shape.dims[d], name=f"pb{d}")
-        bivs.append(cm.__enter__())
-        stack.append(cm)
+    with loop_nest(b, shape.dims[:shape.rank - 2], names=loop_names("pb", shape.rank - 2)) as bivs:
 
-    def a_at(i, j):
-        return ops[0](Index(b, ashape, multi=bivs + ([i, j] if lower else [j, i])))
+        def a_at(i, j):
+            return ops[0](Index(b, ashape, multi=bivs + ([i, j] if lower else [j, i])))
 
-    def l_ptr(i, j):
-        multi = bivs + ([i, j] if lower else [j, i])
-        return b.gep(optr, [Index(b, shape, multi=multi).linear], source_etype=storage_type(dt),
-                     inbounds=True)
+        def l_ptr(i, j):
+            multi = bivs + ([i, j] if lower else [j, i])
+            return b.gep(optr, [Index(b, shape, multi=multi).linear], source_etype=storage_type(dt),
+                         inbounds=True)
 
-    t = const(dt, 0.0).type
-    acc = kb.alloca_entry(t, name="ps")
-    info = kb.alloca_entry(I32, name="pinfo")
-    b.store(ir.Constant(I32, 0), info)
-    sqrt = kb.mcx.intrinsic(f"llvm.sqrt.{'f32' if str(t) == 'float' else 'f64'}", t, [t])
-    with for_range(b, 0, n, name="pj") as j:
-        b.store(a_at(j, j), acc)
-        with for_range(b, 0, j, name="pk") as k:
-            v = load_elem(b, dt, l_ptr(j, k))
-            b.store(b.fsub(b.load(acc, typ=t), b.fmul(v, v)), acc)
-        d = b.load(acc, typ=t)
-        ljj = b.call(sqrt, [d])
-        bad = b.fcmp_unordered("ule", ljj, ir.Constant(t, 0.0))       # NaN or <= 0
-        first = b.and_(bad, b.icmp_signed("==", b.load(info, typ=I32), ir.Constant(I32, 0)))
-        b.store(b.select(first, b.add(b.trunc(j, I32), ir.Constant(I32, 1)), b.load(info, typ=I32)), info)
-        store_elem(b, dt, ljj, l_ptr(j, j))
-        with for_range(b, b.add(j, i64(1)), i64(n), name="pi") as i:
-            b.store(a_at(i, j), acc)
-            with for_range(b, 0, j, name="pk2") as k:
-                p = b.fmul(load_elem(b, dt, l_ptr(i, k)), load_elem(b, dt, l_ptr(j, k)))
-                b.store(b.fsub(b.load(acc, typ=t), p), acc)
-            store_elem(b, dt, b.fdiv(b.load(acc, typ=t), ljj), l_ptr(i, j))
-    ip = b.gep(iptr, [Index(b, ishape, multi=list(bivs)).linear], source_etype=storage_type(ishape.dtype),
-               inbounds=True)
-    b.store(b.load(info, typ=I32), ip)
-    for cm in reversed(stack):
-        cm.__exit__(None, None, None)
+        t = const(dt, 0.0).type
+        acc = kb.alloca_entry(t, name="ps")
+        info = kb.alloca_entry(I32, name="pinfo")
+        b.store(ir.Constant(I32, 0), info)
+        sqrt = kb.mcx.intrinsic(f"llvm.sqrt.{'f32' if str(t) == 'float' else 'f64'}", t, [t])
+        with for_range(b, 0, n, name="pj") as j:
+            b.store(a_at(j, j), acc)
+            with for_range(b, 0, j, name="pk") as k:
+                v = load_elem(b, dt, l_ptr(j, k))
+                b.store(b.fsub(b.load(acc, typ=t), b.fmul(v, v)), acc)
+            d = b.load(acc, typ=t)
+            ljj = b.call(sqrt, [d])
+            bad = b.fcmp_unordered("ule", ljj, ir.Constant(t, 0.0))       # NaN or <= 0
+            first = b.and_(bad, b.icmp_signed("==", b.load(info, typ=I32), ir.Constant(I32, 0)))
+            b.store(b.select(first, b.add(b.trunc(j, I32), ir.Constant(I32, 1)), b.load(info, typ=I32)), info)
+            store_elem(b, dt, ljj, l_ptr(j, j))
+            with for_range(b, b.add(j, i64(1)), i64(n), name="pi") as i:
+                b.store(a_at(i, j), acc)
+                with for_range(b, 0, j, name="pk2") as k:
+                    p = b.fmul(load_elem(b, dt, l_ptr(i, k)), load_elem(b, dt, l_ptr(j, k)))
+                    b.store(b.fsub(b.load(acc, typ=t), p), acc)
+                store_elem(b, dt, b.fdiv(b.load(acc, typ=t), ljj), l_ptr(i, j))
+        ip = b.gep(iptr, [Index(b, ishape, multi=list(bivs)).linear], source_etype=storage_type(ishape.dtype),
+                   inbounds=True)
+        b.store(b.load(info, typ=I32), ip)
 
 
 def getrf(kb, inst, ops, outputs):
@@ -254,53 +255,47 @@ def getrf(kb, inst, ops, outputs):
     _copy_all(kb, ops[0], optr, shape)
     if shape.size == 0 and ishape.size == 0:
         return
-    stack, bivs = [], []
-    for d in range(shape.rank - 2):
-        cm = for_range(b, 0, shape.dims[d], name=f"gb{d}")
-        bivs.append(cm.__enter__())
-        stack.append(cm)
-    st = storage_type(dt)
+    with loop_nest(b, shape.dims[:shape.rank - 2], names=loop_names("gb", shape.rank - 2)) as bivs:
+        st = storage_type(dt)
 
-    def at(i, j):
-        return b.gep(optr, [Index(b, shape, multi=bivs + [i, j]).linear], source_etype=st, inbounds=True)
+        def at(i, j):
+            return b.gep(optr, [Index(b, shape, multi=bivs + [i, j]).linear], source_etype=st, inbounds=True)
 
-    t = const(dt, 0.0).type
-    fabs = kb.mcx.intrinsic(f"llvm.fabs.{'f32' if str(t) == 'float' else 'f64'}", t, [t])
-    info = kb.alloca_entry(I32, name="ginfo")
-    best = kb.alloca_entry(t, name="gbest")
-    bidx = kb.alloca_entry(I64, name="gidx")
-    b.store(ir.Constant(I32, 0), info)
-    with for_range(b, 0, kmin, name="gj") as j:
-        b.store(ir.Constant(t, -1.0), best)
-        b.store(j, bidx)
-        with for_range(b, j, i64(m), name="gp") as i:
-            v = b.call(fabs, [load_elem(b, dt, at(i, j))])
-            better = b.fcmp_ordered(">", v, b.load(best, typ=t))
-            b.store(b.select(better, v, b.load(best, typ=t)), best)
-            b.store(b.select(better, i, b.load(bidx, typ=I64)), bidx)
-        p = b.load(bidx, typ=I64)
-        pp = b.gep(pptr, [Index(b, pshape, multi=bivs + [j]).linear], source_etype=storage_type(pshape.dtype),
+        t = const(dt, 0.0).type
+        fabs = kb.mcx.intrinsic(f"llvm.fabs.{'f32' if str(t) == 'float' else 'f64'}", t, [t])
+        info = kb.alloca_entry(I32, name="ginfo")
+        best = kb.alloca_entry(t, name="gbest")
+        bidx = kb.alloca_entry(I64, name="gidx")
+        b.store(ir.Constant(I32, 0), info)
+        with for_range(b, 0, kmin, name="gj") as j:
+            b.store(ir.Constant(t, -1.0), best)
+            b.store(j, bidx)
+            with for_range(b, j, i64(m), name="gp") as i:
+                v = b.call(fabs, [load_elem(b, dt, at(i, j))])
+                better = b.fcmp_ordered(">", v, b.load(best, typ=t))
+                b.store(b.select(better, v, b.load(best, typ=t)), best)
+                b.store(b.select(better, i, b.load(bidx, typ=I64)), bidx)
+            p = b.load(bidx, typ=I64)
+            pp = b.gep(pptr, [Index(b, pshape, multi=bivs + [j]).linear], source_etype=storage_type(pshape.dtype),
+                       inbounds=True)
+            b.store(b.trunc(b.add(p, i64(1)), I32), pp)
+            pivot = load_elem(b, dt, at(p, j))
+            zero = b.fcmp_ordered("==", pivot, ir.Constant(t, 0.0))
+            first = b.and_(zero, b.icmp_signed("==", b.load(info, typ=I32), ir.Constant(I32, 0)))
+            b.store(b.select(first, b.add(b.trunc(j, I32), ir.Constant(I32, 1)), b.load(info, typ=I32)), info)
+            with b.if_then(b.not_(zero)):
+                with for_range(b, 0, n, name="gs") as c:
+                    x, y = load_elem(b, dt, at(j, c)), load_elem(b, dt, at(p, c))
+                    store_elem(b, dt, y, at(j, c))
+                    store_elem(b, dt, x, at(p, c))
+                d = load_elem(b, dt, at(j, j))
+                with for_range(b, b.add(j, i64(1)), i64(m), name="gi") as i:
+                    store_elem(b, dt, b.fdiv(load_elem(b, dt, at(i, j)), d), at(i, j))
+            with for_range(b, b.add(j, i64(1)), i64(m), name="gu") as i:
+                lij = load_elem(b, dt, at(i, j))
+                with for_range(b, b.add(j, i64(1)), i64(n), name="gv") as c:
+                    upd = b.fsub(load_elem(b, dt, at(i, c)), b.fmul(lij, load_elem(b, dt, at(j, c))))
+                    store_elem(b, dt, upd, at(i, c))
+        ip = b.gep(iptr, [Index(b, ishape, multi=list(bivs)).linear], source_etype=storage_type(ishape.dtype),
                    inbounds=True)
-        b.store(b.trunc(b.add(p, i64(1)), I32), pp)
-        pivot = load_elem(b, dt, at(p, j))
-        zero = b.fcmp_ordered("==", pivot, ir.Constant(t, 0.0))
-        first = b.and_(zero, b.icmp_signed("==", b.load(info, typ=I32), ir.Constant(I32, 0)))
-        b.store(b.select(first, b.add(b.trunc(j, I32), ir.Constant(I32, 1)), b.load(info, typ=I32)), info)
-        with b.if_then(b.not_(zero)):
-            with for_range(b, 0, n, name="gs") as c:
-                x, y = load_elem(b, dt, at(j, c)), load_elem(b, dt, at(p, c))
-                store_elem(b, dt, y, at(j, c))
-                store_elem(b, dt, x, at(p, c))
-            d = load_elem(b, dt, at(j, j))
-            with for_range(b, b.add(j, i64(1)), i64(m), name="gi") as i:
-                store_elem(b, dt, b.fdiv(load_elem(b, dt, at(i, j)), d), at(i, j))
-        with for_range(b, b.add(j, i64(1)), i64(m), name="gu") as i:
-            lij = load_elem(b, dt, at(i, j))
-            with for_range(b, b.add(j, i64(1)), i64(n), name="gv") as c:
-                upd = b.fsub(load_elem(b, dt, at(i, c)), b.fmul(lij, load_elem(b, dt, at(j, c))))
-                store_elem(b, dt, upd, at(i, c))
-    ip = b.gep(iptr, [Index(b, ishape, multi=list(bivs)).linear], source_etype=storage_type(ishape.dtype),
-               inbounds=True)
-    b.store(b.load(info, typ=I32), ip)
-    for cm in reversed(stack):
-        cm.__exit__(None, None, None)
+        b.store(b.load(info, typ=I32), ip)

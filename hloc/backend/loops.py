@@ -66,6 +66,11 @@ def loop_nest(b: ir.IRBuilder, bounds, names=None):
             cm.__exit__(None, None, None)
 
 
+def loop_names(prefix: str, n: int) -> list[str]:
+    """Names for loop_nest's n loops: prefix0, prefix1, ..."""
+    return [f"{prefix}{d}" for d in range(n)]
+
+
 def minor_to_major(shape) -> tuple[int, ...]:
     lay = shape.layout
     if lay is None or len(lay.minor_to_major) != shape.rank:

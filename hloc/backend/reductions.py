@@ -104,8 +104,14 @@ def _emit_reduce(kb, inst, ops, index):
 
 @emits("map")
 def _emit_map(kb, inst, ops, index):
+    comp = inst.attrs["to_apply"]
+    params = sorted(comp.parameters, key=lambda p: p.parameter_number)
     vals = [g(index) for g in ops]
-    return inline_computation(kb, inst.attrs["to_apply"], vals)[0]
+    for k, (o, p) in enumerate(zip(inst.operands, params)):
+        if o.shape.dtype is not p.shape.dtype:     # the verifier lets this through
+            raise unsupported(inst, f"map of a {o.shape.dtype.name} operand into a "
+                                    f"{p.shape.dtype.name} parameter of {comp.name}")
+    return inline_computation(kb, comp, vals)[0]
 
 
 @emits("dot")

@@ -137,3 +137,71 @@ def _emit_rng_bit_generator(kb, inst, ops, outputs):
         new[1] = b.add(st[1], i64(nvec))
     for k, v in enumerate(new):
         b.store(v, b.gep(sptr, [i64(k)], source_etype=I64, inbounds=True))
+
+
+@emits_kernel("rng")
+def _emit_rng(kb, inst, ops, outputs):
+    """rng(a, b): uniform in [a, b) or normal(mean a, stddev b) — random by definition, so
+    not the interpreter's values (it draws from NumPy's generator), but XLA:CPU's kind of
+    stream (its RngExpander): Philox4x32-10 keyed by the instruction, counter = (element,
+    call number), the call number a per-executable global advanced atomically per run.
+    Uniform floats take 24 (f64: 53) random bits, values that round onto b become a;
+    integers are a + bits mod (b - a) (a when b <= a); normal is Box-Muller in f64."""
+    import zlib
+    from .types import F32, F64, compute_type, round_narrow, store_elem
+    b = kb.b
+    (vptr, vshape), = outputs
+    dt = vshape.dtype
+    dist = inst.attrs.get("distribution")
+    if dist not in ("rng_uniform", "rng_normal") or (dist == "rng_normal" and dt.kind != "float") \
+            or dt.kind not in ("float", "int", "uint", "pred"):
+        raise unsupported(inst, f"rng {dist} of {dt.name} in the compiled back end")
+    g = ir.GlobalVariable(kb.mcx.module, I64, name=kb.mcx.unique(f"rng.calls.{inst.name}"))
+    g.initializer = ir.Constant(I64, 0)
+    g.linkage = "private"
+    call = b.atomic_rmw("add", g, i64(1), "monotonic")
+    key = zlib.crc32(f"{inst.parent.name if inst.parent else ''}/{inst.name}".encode())
+    k0, k1 = _c32(key), _c32(0x2545F491)
+    scalar = Index(b, inst.operands[0].shape, multi=[])
+    lo_v, hi_v = ops[0](scalar), ops[1](Index(b, inst.operands[1].shape, multi=[]))
+    if vshape.size == 0:
+        return
+    with loop_nest(b, list(vshape.dims)) as ivs:
+        index = Index(b, vshape, multi=list(ivs))
+        w = _philox(b, [*_split(b, index.linear), *_split(b, call)], k0, k1)
+        bits = _join(b, w[0], w[1])
+        if dt.kind == "pred":
+            v = b.icmp_unsigned("!=", b.and_(bits, i64(1)), i64(0))
+        elif dt.kind in ("int", "uint"):
+            t = ir.IntType(dt.bits)
+            wide = (b.sext if dt.kind == "int" else b.zext) if dt.bits < 64 else None
+            lo64 = wide(lo_v, I64) if wide else lo_v
+            hi64 = wide(hi_v, I64) if wide else hi_v
+            span = b.sub(hi64, lo64)
+            empty = (b.icmp_signed if dt.kind == "int" else b.icmp_unsigned)("<=", hi64, lo64)
+            r = b.urem(bits, b.select(empty, i64(1), span))
+            v = b.select(empty, lo64, b.add(lo64, r))
+            v = b.trunc(v, t) if dt.bits < 64 else v
+        else:
+            ct = compute_type(dt)
+            if dist == "rng_uniform":
+                if ct == F64:
+                    u = b.fmul(b.uitofp(b.lshr(bits, i64(11)), F64), ir.Constant(F64, 2.0 ** -53))
+                else:
+                    u = b.fmul(b.uitofp(b.lshr(w[0], _c32(8)), F32), ir.Constant(F32, 2.0 ** -24))
+                x = round_narrow(b, dt, b.fadd(lo_v, b.fmul(b.fsub(hi_v, lo_v), u)))
+                v = b.select(b.fcmp_ordered("<", x, hi_v), x, lo_v)
+            else:
+                u1 = b.fmul(b.uitofp(b.add(b.lshr(bits, i64(11)), i64(1)), F64), ir.Constant(F64, 2.0 ** -53))
+                u2 = b.fmul(b.uitofp(b.lshr(_join(b, w[2], w[3]), i64(11)), F64), ir.Constant(F64, 2.0 ** -53))
+                log = kb.mcx.libm("log", F64, [F64])
+                cos = kb.mcx.libm("cos", F64, [F64])
+                sqrt = kb.mcx.intrinsic("llvm.sqrt.f64", F64, [F64])
+                r = b.call(sqrt, [b.fmul(ir.Constant(F64, -2.0), b.call(log, [u1]))])
+                z = b.fmul(r, b.call(cos, [b.fmul(ir.Constant(F64, 6.283185307179586), u2)]))
+                mean = lo_v if ct == F64 else b.fpext(lo_v, F64)
+                std = hi_v if ct == F64 else b.fpext(hi_v, F64)
+                x = b.fadd(mean, b.fmul(std, z))
+                v = round_narrow(b, dt, x if ct == F64 else b.fptrunc(x, F32))
+        p = b.gep(vptr, [index.linear], source_etype=storage_type(dt), inbounds=True)
+        store_elem(b, dt, v, p)

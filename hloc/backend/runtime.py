@@ -1,7 +1,7 @@
 """The runtime table: the only native symbols compiled code may call.
 
 A fixed allowlist (libm functions, memcpy/memset, pthread_create/join for the work-group
-runtime, the gemm routines of NumPy's bundled OpenBLAS), resolved once with ctypes —
+runtime, malloc/free, the gemm and some LAPACK routines of NumPy's bundled OpenBLAS), resolved once with ctypes —
 the C library, and `numpy.libs/libscipy_openblas64_*.so` found from NumPy's install
 directory — and registered with LLVM before any code is loaded. The library handles
 are kept (`handles()`) by every loaded module, so no code outlives what it calls. Every object file is
@@ -23,13 +23,17 @@ _LIBM_1 = ("exp", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "cbrt", 
            "acos", "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh")
 _LIBM_2 = ("pow", "atan2", "fmod", "hypot", "fma")
 ALLOWED = frozenset({*_LIBM_1, *_LIBM_2, *(f + "f" for f in (*_LIBM_1, *_LIBM_2)),
-                     "memcpy", "memset", "memmove", "pthread_create", "pthread_join"})
+                     "memcpy", "memset", "memmove", "malloc", "free", "pthread_create", "pthread_join"})
 BLAS = frozenset({"scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_",
                   "scipy_cblas_cgemm64_", "scipy_cblas_zgemm64_"})
 # Entries of the device runtime (hloc.backend.device_runtime: collectives between device
 # threads), resolved from its own callbacks, never from a library.
 DEVICE = frozenset({"hloc_collective"})
-ALLOWED = ALLOWED | BLAS | DEVICE
+# The LAPACK routines of jaxlib's custom-calls (hloc.backend.lapack), per precision.
+LAPACK = frozenset(f"scipy_{p}{r}_64_" for p in "sdcz" for r in
+                   ("geqrf", "un" + "gqr" if p in "cz" else "orgqr", "heevd" if p in "cz" else "syevd",
+                    "gesdd", "gesvd", "geev"))
+ALLOWED = ALLOWED | BLAS | LAPACK | DEVICE
 
 _resolved: dict[str, int] | None = None
 
@@ -133,10 +137,12 @@ def check_object(obj: bytes) -> None:
     """Refuse an object that references a symbol outside the resolved allowlist."""
     table = resolve_all()
     bad = [s for s in undefined_symbols(obj) if s not in table]
-    if any(s in BLAS for s in bad):
-        raise UnsupportedError("unsupported: this module's large dots call BLAS "
-                               f"({', '.join(sorted(s for s in bad if s in BLAS))}), but this "
-                               "NumPy build ships no numpy.libs/libscipy_openblas64_*.so")
+    if any(s in BLAS or s in LAPACK for s in bad):
+        raise UnsupportedError("unsupported: this module's large dots or LAPACK custom-calls call "
+                               f"{', '.join(sorted(s for s in bad if s in BLAS or s in LAPACK))}, "
+                               "which this NumPy build does not export (it ships no "
+                               "numpy.libs/libscipy_openblas64_*.so with them); "
+                               "use --backend interpreter")
     if bad:
         raise UnsupportedError("unsupported: compiled code needs native symbols outside the "
                                f"runtime table: {', '.join(sorted(bad))}")

@@ -96,6 +96,21 @@ def _emit_reshape(kb, inst, ops, index):
     return ops[0](_sub(index, op, multi))
 
 
+@emits("dynamic-reshape")
+def _emit_dynamic_reshape(kb, inst, ops, index):
+    """A reshape when every size operand is a constant equal to the static dimension (what
+    the interpreter runs too); sizes only known at run time are unsupported."""
+    import numpy as np
+    sizes = inst.operands[1:]
+    static = not any(inst.shape.dynamic) and not any(inst.operands[0].shape.dynamic) and all(
+        o.opcode == "constant" and int(np.asarray(o.literal.value)) == n
+        for o, n in zip(sizes, inst.shape.dims))
+    if not static:
+        raise unsupported(inst, "dynamic-reshape to sizes that are not constants equal to the "
+                                "bounds (dynamic dimension sizes are not tracked)")
+    return _emit_reshape(kb, inst, ops, index)
+
+
 @emits("bitcast")
 def _emit_bitcast(kb, inst, ops, index):
     op = inst.operands[0].shape
@@ -209,12 +224,17 @@ def _emit_pad(kb, inst, ops, index):
     return select_value(kb, inside, v, pad_value)
 
 
-def _start(kb, inst, ops, k, limit):
-    """Start index operand k (a scalar), clamped to [0, limit] as HLO defines."""
+def _start(kb, inst, ops, k, limit, element=None):
+    """Start index operand k (a scalar, or element `element` of a vector of start
+    indices, the old form), clamped to [0, limit] as HLO defines."""
     b = kb.b
     from ..ir.dtypes import DTYPES
-    sdt = inst.operands[k].shape.dtype
-    v = ops[k](scalar_index(b, sdt))
+    shape = inst.operands[k].shape
+    sdt = shape.dtype
+    if element is None:
+        v = ops[k](scalar_index(b, sdt))
+    else:
+        v = ops[k](Index(b, shape, multi=[i64(element)]))
     if sdt.kind == "int":
         v = b.sext(v, I64) if sdt.bits < 64 else v
     else:
@@ -225,14 +245,26 @@ def _start(kb, inst, ops, k, limit):
     return clamp_i64(b, v, 0, max(limit, 0))
 
 
+def _index_vector(inst, first, rank) -> bool:
+    """Whether the start indices come as one rank-1 operand (the old form) rather than
+    one scalar per dimension."""
+    if len(inst.operands) == first + rank and all(o.shape.rank == 0 for o in inst.operands[first:]):
+        return False
+    if len(inst.operands) == first + 1 and inst.operands[first].shape.rank == 1 \
+            and inst.operands[first].shape.dims[0] >= rank:
+        return True
+    raise unsupported(inst, f"{inst.opcode} with start indices of shapes "
+                            f"{', '.join(str(o.shape) for o in inst.operands[first:])}")
+
+
 @emits("dynamic-slice")
 def _emit_dynamic_slice(kb, inst, ops, index):
     b = index.b
     op = inst.operands[0].shape
-    if len(inst.operands) != 1 + op.rank:
-        raise unsupported(inst, "dynamic-slice with a vector of start indices")
+    vector = _index_vector(inst, 1, op.rank)
     sizes = inst.attrs["dynamic_slice_sizes"]
-    multi = [b.add(m, _start(kb, inst, ops, 1 + d, op.dims[d] - sizes[d]))
+    multi = [b.add(m, _start(kb, inst, ops, 1 if vector else 1 + d, op.dims[d] - sizes[d],
+                             d if vector else None))
              for d, m in enumerate(index.multi)]
     return ops[0](_sub(index, op, multi))
 
@@ -241,12 +273,12 @@ def _emit_dynamic_slice(kb, inst, ops, index):
 def _emit_dynamic_update_slice(kb, inst, ops, index):
     b = index.b
     op, up = inst.operands[0].shape, inst.operands[1].shape
-    if len(inst.operands) != 2 + op.rank:
-        raise unsupported(inst, "dynamic-update-slice with a vector of start indices")
+    vector = _index_vector(inst, 2, op.rank)
     inside = ir.Constant(ir.IntType(1), 1)
     multi = []
     for d, m in enumerate(index.multi):
-        s = _start(kb, inst, ops, 2 + d, op.dims[d] - up.dims[d])
+        s = _start(kb, inst, ops, 2 if vector else 2 + d, op.dims[d] - up.dims[d],
+                   d if vector else None)
         local = b.sub(m, s)
         inside = b.and_(inside, b.and_(b.icmp_signed(">=", local, i64(0)),
                                        b.icmp_signed("<", local, i64(up.dims[d]))))
