@@ -65,9 +65,9 @@ def compile(module, *, numerics: str = "xla-cpu", cache_dir=None, optimize: bool
     default HLO pipeline runs first unless the module is already optimised (`optimize`
     True/False forces it on/off); `cache_dir` enables the on-disk object cache."""
     from .backend import compile_module
-    from .cli_backend import prepare_for_cpu
-    return compile_module(prepare_for_cpu(module, optimize), numerics=numerics,
-                          cache_dir=cache_dir)
+    from .cli_backend import cpu_pipeline
+    return compile_module(module, numerics=numerics, cache_dir=cache_dir,
+                          pipeline=cpu_pipeline(optimize))
 
 
 def fake_arguments(module, *, seed: int = 42, use_large_float_range: bool = False) -> list:

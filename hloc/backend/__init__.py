@@ -24,6 +24,7 @@ Layout (one job per module):
   computation.py  one function per HLO computation; while/conditional/call in LLVM
   blas.py         large dots as cblas_?gemm calls (NumPy's bundled OpenBLAS)
   parallel.py     work groups per kernel and the emitted pthread runtime that splits them
+  profile.py      per-kernel timers of profiled code and the `--profile` report
   runtime.py      the allowlist of native symbols and the object-file check
   jit.py          lowering, new-PM optimisation, object emission, MCJIT loading
   cache.py        the on-disk object cache
@@ -41,10 +42,13 @@ __all__ = ["Options", "Executable", "compile_module", "lower", "optimize", "emit
 
 
 def compile_module(module, *, numerics: str = "xla-cpu", cache_dir=None,
-                   opt_level: int = 3, threads: int | None = None) -> Executable:
-    """Compile `module` (as it is: run passes before if wanted) into an Executable whose
-    large kernels use `threads` threads (None: the cores the process may use)."""
-    return Executable(module, Options(numerics, opt_level), cache_dir, threads)
+                   opt_level: int = 3, threads: int | None = None, profile: bool = False,
+                   pipeline=None) -> Executable:
+    """Compile `module` into an Executable whose large kernels use `threads` threads
+    (None: the cores the process may use). `pipeline` (name, fn) runs HLO passes first
+    unless the object cache already holds the result (else the module compiles as it
+    is); `profile` adds per-kernel timers (hloc.backend.profile)."""
+    return Executable(module, Options(numerics, opt_level, profile), cache_dir, threads, pipeline)
 
 
 def emit_llvm(module, *, numerics: str = "xla-cpu", optimized: bool = True,

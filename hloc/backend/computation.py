@@ -9,10 +9,13 @@ The closed match below is over the structural kinds only; everything else is a k
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from llvmlite import ir
 
 from ..interp.core import unsupported
 from . import blas, buffers, parallel
+from .profile import site_of
 from .context import ptr_arg
 from .kernels import data_parallel, emit_kernel
 from .loops import i64
@@ -114,6 +117,13 @@ class _Emitter:
         f = self.mcx.intrinsic("llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
         self.b.call(f, [dst, src, i64(n), ir.Constant(I1, 0)])
 
+    def timed(self, inst, kind: str | None = None):
+        """A block whose code is timed as `inst`'s site when profiling (else nothing)."""
+        prof = self.mcx.profiler
+        if prof is None:
+            return nullcontext()
+        return prof.around(self, site_of(inst, self.comp.name, kind))
+
     def callee_temp(self):
         return self.b.gep(self.fn.args[2], [i64(self.plan.callee_offset)], source_etype=I8,
                           inbounds=True)
@@ -146,10 +156,12 @@ class _Emitter:
             case "conditional":
                 self.conditional(inst)
             case "copy" if inst.shape.is_tuple:
-                for dst, src in zip(self.leaves(inst), self.leaves(inst.operands[0])):
-                    self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+                with self.timed(inst):
+                    for dst, src in zip(self.leaves(inst), self.leaves(inst.operands[0])):
+                        self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
             case "dot" if (gemm := blas.plan(inst, self.mcx.options)) is not None:
-                blas.emit_call(self, inst, gemm)
+                with self.timed(inst, "dot:blas"):
+                    blas.emit_call(self, inst, gemm)
             case _:
                 if any(s.dtype.kind in ("token", "opaque") for s in inst.shape.leaves()) \
                         and inst.opcode not in ("fusion",):
@@ -160,11 +172,13 @@ class _Emitter:
                     raise unsupported(inst, f"{inst.opcode} on {e} in the compiled back end") from None
                 bufs = [x for o in inst.operands for x in self.leaves(o)] + self.leaves(inst)
                 nwg = parallel.work_groups(inst) if data_parallel(inst) else 1
-                if nwg > 1:
-                    run = parallel.parallel_function(self.mcx)
-                    self.b.call(run, [kernel, self.ptr_array(bufs), i64(nwg)])
-                else:
-                    self.b.call(kernel, [self.ptr_array(bufs), i64(0), i64(1)])
+                args = self.ptr_array(bufs)
+                with self.timed(inst):
+                    if nwg > 1:
+                        run = parallel.parallel_function(self.mcx)
+                        self.b.call(run, [kernel, args, i64(nwg)])
+                    else:
+                        self.b.call(kernel, [args, i64(0), i64(1)])
 
     def while_(self, inst) -> None:
         """The state lives in two buffer sets used alternately (the body reads one and

@@ -24,18 +24,19 @@ from .types import I8, PTR, TypeUnsupported, opaque, storage_type
 class Options:
     """Code generation options (they are part of the object-cache key)."""
 
-    def __init__(self, numerics: str = "xla-cpu", opt_level: int = 3):
+    def __init__(self, numerics: str = "xla-cpu", opt_level: int = 3, profile: bool = False):
         if numerics not in ("xla-cpu", "ieee"):
             raise ValueError(f"unknown numerics mode {numerics!r} (xla-cpu or ieee)")
         self.numerics = numerics
         self.opt_level = opt_level
+        self.profile = profile      # per-kernel timers (hloc.backend.profile)
 
     @property
     def xla(self) -> bool:
         return self.numerics == "xla-cpu"
 
     def key(self) -> str:
-        return f"numerics={self.numerics};O{self.opt_level}"
+        return f"numerics={self.numerics};O{self.opt_level}" + (";profile" if self.profile else "")
 
 
 class ModuleContext:
@@ -49,6 +50,8 @@ class ModuleContext:
         self._decls: dict[str, ir.Function] = {}
         self._consts: dict[int, ir.GlobalVariable] = {}
         self._names: set[str] = set()
+        from .profile import Profiler
+        self.profiler = Profiler(self) if options.profile else None
 
     def unique(self, name: str) -> str:
         base = "".join(c if c.isalnum() or c in "._" else "_" for c in name) or "f"

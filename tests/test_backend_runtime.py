@@ -1,0 +1,132 @@
+"""The compiled back end's runtime: result buffers reused only when nobody holds them,
+`run(out=...)`, the object cache keyed on HLO text (a hit runs neither the HLO passes
+nor IR generation), per-kernel profiles (`hloc run --profile`) and memory in --json."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hloc
+from hloc.backend import compile_module
+from hloc.backend.profile import table
+from hloc.diagnostics import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+DUMPS = ROOT / "testdata" / "dumps"
+SQ = ("HloModule m\n\nENTRY e {\n  a = f32[1000] parameter(0)\n"
+      "  ROOT r = f32[1000] multiply(a, a)\n}\n")
+PAIR = ("HloModule m\n\nENTRY e {\n  a = f32[2,3]{0,1} parameter(0)\n"
+        "  t = f32[3,2]{0,1} transpose(a), dimensions={1,0}\n  n = f32[2,3]{0,1} negate(a)\n"
+        "  ROOT r = (f32[3,2]{0,1}, f32[2,3]{0,1}) tuple(t, n)\n}\n")
+
+
+def test_result_buffers_reused_only_when_dropped():
+    exe = compile_module(hloc.parse(SQ))
+    a = np.arange(1000, dtype=np.float32)
+    r1 = exe.run([a])
+    p1 = r1.ctypes.data
+    r2 = exe.run([a])
+    assert not np.shares_memory(r1, r2)            # r1 is held: never overwritten
+    view = r1[10:20]
+    del r1
+    r3 = exe.run([a + 1])
+    assert r3.ctypes.data != p1                    # a view keeps r1's buffer alive
+    np.testing.assert_array_equal(view, np.arange(10, 20, dtype=np.float32) ** 2)
+    del view
+    r4 = exe.run([a + 2])
+    assert r4.ctypes.data == p1                    # now unused: reused, no allocation
+    np.testing.assert_array_equal(r2, a * a)
+    np.testing.assert_array_equal(r3, (a + 1) ** 2)
+    np.testing.assert_array_equal(r4, (a + 2) ** 2)
+    assert exe.memory_bytes["result_pool"] == 3 * 4000
+
+
+def test_out_argument():
+    exe = compile_module(hloc.parse(PAIR))
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = np.asfortranarray(np.zeros((3, 2), np.float32))     # {0,1}: column-major
+    n = np.asfortranarray(np.zeros((2, 3), np.float32))
+    got = exe.run([a], out=(t, n))
+    assert got[0] is not None and np.shares_memory(got[0], t) and np.shares_memory(got[1], n)
+    np.testing.assert_array_equal(t, a.T)
+    np.testing.assert_array_equal(n, -a)
+    with pytest.raises(InputError, match="contiguous"):
+        exe.run([a], out=(np.zeros((3, 2), np.float32), n))
+    with pytest.raises(InputError, match="does not match"):
+        exe.run([a], out=(t.astype(np.float64), n))
+    sq = compile_module(hloc.parse(SQ))
+    x = np.ones(1000, np.float32)
+    with pytest.raises(InputError, match="overlaps"):
+        sq.run([x], out=x)
+
+
+def test_cache_hit_skips_passes_and_lowering(tmp_path, monkeypatch):
+    path = DUMPS / "reduce_sum_xyz.before_optimizations.hlo"
+    first = hloc.compile(hloc.parse_file(path), cache_dir=tmp_path)
+    assert not first.cache_hit and first.lowered is not None
+    import hloc.backend.executable as ex
+
+    def boom(*a, **k):
+        raise AssertionError("lowered on a cache hit")
+    monkeypatch.setattr(ex, "lower", boom)
+    untouched = hloc.parse_file(path)
+    before = hloc.to_text(untouched)
+    second = hloc.compile(untouched, cache_dir=tmp_path)
+    assert second.cache_hit and second.lowered is None
+    assert hloc.to_text(untouched) == before               # the passes did not run
+    data = np.load(DUMPS / "reduce_sum_xyz.npz")
+    args = [data[f"in{i}"] for i in range(3)]
+    np.testing.assert_array_equal(first.run(args), second.run(args))
+    np.testing.assert_allclose(second.run(args), data["out0"], rtol=1e-3)
+    monkeypatch.undo()
+    ieee = hloc.compile(hloc.parse_file(path), cache_dir=tmp_path, numerics="ieee")
+    assert not ieee.cache_hit                               # options are in the key
+    no_opt = hloc.compile(hloc.parse_file(path), cache_dir=tmp_path, optimize=False)
+    assert not no_opt.cache_hit                             # so is the pipeline
+
+
+def test_profile_names_every_kernel():
+    text = ("HloModule m\n\nENTRY e {\n  a = f32[256,256] parameter(0)\n"
+            "  e1 = f32[256,256] exponential(a)\n"
+            "  d = f32[256,256] dot(e1, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+            "  ROOT n = f32[256,256] negate(d)\n}\n")
+    exe = compile_module(hloc.parse(text), profile=True)
+    a = np.ones((256, 256), np.float32)
+    exe.run([a])
+    exe.run([a])
+    rows = exe.profile()
+    names = {r["name"]: r for r in rows}
+    assert set(names) == {"e1", "d", "n"}
+    assert all(r["calls"] == 2 and r["seconds"] > 0 for r in rows)
+    assert names["d"]["opcode"] == "dot:blas" and names["d"]["flops"] == 2 * 2 * 256 ** 3
+    assert names["n"]["bytes"] == 2 * 2 * 256 * 256 * 4
+    assert [r["seconds"] for r in rows] == sorted((r["seconds"] for r in rows), reverse=True)
+    assert "d (dot:blas, e)" in table(rows)
+    exe.reset_profile()
+    assert exe.profile() == []
+    with pytest.raises(ValueError):
+        compile_module(hloc.parse(text)).profile()
+
+
+def test_cli_profile_and_memory(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path))
+    path = str(DUMPS / "logsumexp_softmax.after_optimizations.hlo")
+    r = subprocess.run([sys.executable, "-m", "hloc", "run", path, "--backend", "cpu",
+                        "--profile", "--iterations", "2"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "profile of 2 iteration(s):" in r.stderr and "GB/s" in r.stderr
+    assert "(fusion:kLoop, " in r.stderr
+    r = subprocess.run([sys.executable, "-m", "hloc", "run", path, "--backend", "cpu",
+                        "--profile", "--json"], capture_output=True, text=True, env=env, check=True)
+    obj = json.loads(r.stdout)
+    assert obj["profile"] and {"name", "seconds", "bytes", "gb_per_s"} <= set(obj["profile"][0])
+    assert obj["memory"]["arena"] >= 0 and obj["memory"]["peak_rss"] > 0
+    r = subprocess.run([sys.executable, "-m", "hloc", "run", path, "--profile"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "--profile needs --backend cpu" in r.stderr
