@@ -130,3 +130,51 @@ def test_cli_profile_and_memory(tmp_path):
     r = subprocess.run([sys.executable, "-m", "hloc", "run", path, "--profile"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "--profile needs --backend cpu" in r.stderr
+
+
+def _full_sum(n, dt="f32", init="0", op="add"):
+    return (f"HloModule m\n\nr {{\n  a = {dt}[] parameter(0)\n  b = {dt}[] parameter(1)\n"
+            f"  ROOT c = {dt}[] {op}(a, b)\n}}\n\nENTRY e {{\n  x = {dt}[{n}] parameter(0)\n"
+            f"  y = {dt}[{n}] multiply(x, x)\n  z = {dt}[] constant({init})\n"
+            f"  s = {dt}[] reduce(y, z), dimensions={{0}}, to_apply=r\n"
+            f"  k = {dt}[] constant(3)\n  ROOT m = {dt}[] divide(s, k)\n}}\n")
+
+
+def test_full_reduction_split_in_fixed_chunks():
+    """A large full reduction (here fused with its producer and a scalar divide) is split
+    into chunks fixed by its size: the bits are the same for 1, 2 and 3 threads."""
+    from hloc.backend import emit_llvm
+    n = 1 << 20
+    text = _full_sum(n)
+    assert ".partial" in emit_llvm(hloc.parse(text), optimized=False)
+    assert ".partial" not in emit_llvm(hloc.parse(text), numerics="ieee", optimized=False)
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    exe = compile_module(hloc.parse(text), threads=1)
+    want = exe.run([x]).tobytes()
+    for t in (2, 3):
+        exe.set_threads(t)
+        assert exe.run([x]).tobytes() == want
+    np.testing.assert_allclose(exe.run([x]), np.sum(x.astype(np.float64) ** 2) / 3, rtol=1e-5)
+    ints = np.arange(n, dtype=np.int64) % 1000 - 500
+    got = compile_module(hloc.parse(_full_sum(n, "s64")), threads=2).run([ints])
+    assert int(got) == int(np.sum(ints * ints)) // 3
+
+
+@pytest.mark.parametrize("init,op,split", [("0", "add", True), ("1", "add", False),
+                                           ("-inf", "maximum", True), ("0", "maximum", False),
+                                           ("1", "multiply", True), ("inf", "minimum", True)])
+def test_full_reduction_split_only_from_an_identity(init, op, split):
+    """A chunk starts from init, so only an identity init is split; any other init is
+    reduced whole (and still counted once)."""
+    from hloc.backend import emit_llvm
+    n = 1 << 20
+    text = _full_sum(n, init=init, op=op)
+    assert (".partial" in emit_llvm(hloc.parse(text), optimized=False)) == split
+    x = (np.random.default_rng(2).standard_normal(n) * 0.001 + (1 if op == "multiply" else 0)
+         ).astype(np.float32)
+    y = x.astype(np.float64) ** 2
+    ref = {"add": lambda: np.sum(y) + float(init), "maximum": lambda: max(np.max(y), float(init)),
+           "minimum": lambda: min(np.min(y), float(init)),
+           "multiply": lambda: np.prod(y) * float(init)}[op]() / 3
+    rtol = 5e-3 if op == "multiply" else 1e-4      # f32 rounding over 1M factors
+    np.testing.assert_allclose(compile_module(hloc.parse(text)).run([x]), ref, rtol=rtol)

@@ -3,7 +3,8 @@
 `void @comp.<name>(ptr %params, ptr %outs, ptr %temp)`: `params`/`outs` are arrays of
 leaf pointers, `temp` the computation's arena (hloc.backend.buffers). Instructions run
 in order: a kernel call per fusion or op (large data-parallel ones through the
-work-group runtime, hloc.backend.parallel; large dots through BLAS), while / conditional / call as LLVM loops,
+work-group runtime, hloc.backend.parallel; large dots through BLAS; large full reductions
+in fixed chunks, hloc.backend.split_reduce), while / conditional / call as LLVM loops,
 switches and calls of the callees' functions — no Python between ops or iterations.
 The closed match below is over the structural kinds only; everything else is a kernel.
 """
@@ -14,7 +15,7 @@ from contextlib import nullcontext
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import blas, buffers, parallel
+from . import blas, buffers, parallel, split_reduce
 from .profile import site_of
 from .context import ptr_arg
 from .kernels import data_parallel, emit_kernel
@@ -162,6 +163,8 @@ class _Emitter:
             case "dot" if (gemm := blas.plan(inst, self.mcx.options)) is not None:
                 with self.timed(inst, "dot:blas"):
                     blas.emit_call(self, inst, gemm)
+            case "reduce" | "fusion" if (split := split_reduce.plan(inst, self.mcx.options)) is not None:
+                split_reduce.emit(self, inst, split)
             case _:
                 if any(s.dtype.kind in ("token", "opaque") for s in inst.shape.leaves()) \
                         and inst.opcode not in ("fusion",):

@@ -103,6 +103,8 @@ class KernelBuilder:
         self.cache: dict = {}
         self.flags: tuple = ("contract",) if mcx.options.xla else ()
         self._gens: dict = {}
+        self.overrides: dict = {}       # id(inst) -> generator used instead of its emitter
+        self.reduce_split: dict = {}    # id(reduce) -> (wg, nwg): its chunk (split_reduce)
 
     @property
     def options(self) -> Options:
@@ -135,7 +137,9 @@ class KernelBuilder:
         g = self._gens.get(key)
         if g is not None:
             return g
-        if inst.opcode == "parameter":
+        if id(inst) in self.overrides:
+            g = self.overrides[id(inst)]
+        elif inst.opcode == "parameter":
             g = env[inst.parameter_number]
         else:
             emitter = emitter_of(inst.opdef)
