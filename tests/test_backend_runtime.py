@@ -178,3 +178,20 @@ def test_full_reduction_split_only_from_an_identity(init, op, split):
            "multiply": lambda: np.prod(y) * float(init)}[op]() / 3
     rtol = 5e-3 if op == "multiply" else 1e-4      # f32 rounding over 1M factors
     np.testing.assert_allclose(compile_module(hloc.parse(text)).run([x]), ref, rtol=rtol)
+
+
+@pytest.mark.parametrize("name", ["scan_carry_f64", "grad_scan_scalars"])
+def test_benchmark_scans_match_jax(name):
+    """The scan programs of benchmarks/run.py (tools/gen_bench_dumps.py) give the values
+    JAX computed on XLA:CPU."""
+    from hloc.inputs import bind_arguments, flatten_leaves, load_npz
+    stem = ROOT / "benchmarks" / "data" / name
+    module = hloc.parse_file(stem.with_suffix(".hlo"))
+    d = load_npz(stem.with_suffix(".npz"))
+    n_in = sum(1 for k in d if k.startswith("in"))
+    n_out = sum(1 for k in d if k.startswith("out"))
+    assert (n_in, n_out) == ((2, 1) if name == "scan_carry_f64" else (33, 32))
+    args = bind_arguments(module, [d[f"in{i}"] for i in range(n_in)])
+    got = flatten_leaves(hloc.compile(module).run(args), module.entry.root.shape)
+    for i, g in enumerate(got):
+        np.testing.assert_allclose(g, d[f"out{i}"], rtol=2e-5, atol=1e-6, err_msg=f"out{i}")
