@@ -18,6 +18,7 @@ from ..interp.core import unsupported
 from . import blas, buffers, parallel, split_reduce
 from .profile import site_of
 from .context import ptr_arg
+from .inplace import inplace_state
 from .kernels import data_parallel, emit_kernel
 from .loops import i64
 from .types import I1, I8, I32, I64, PTR, VOID, TypeUnsupported, opaque
@@ -185,7 +186,8 @@ class _Emitter:
 
     def while_(self, inst) -> None:
         """The state lives in two buffer sets used alternately (the body reads one and
-        writes the other; the pointer arrays are swapped), so an iteration copies nothing;
+        writes the other; the pointer arrays are swapped), so an iteration copies nothing
+        (elements a body updates with an in-place DUS keep one buffer, hloc.backend.inplace);
         the final state is copied once into the while's own buffers if it ended in the
         other set."""
         b = self.b
@@ -199,6 +201,8 @@ class _Emitter:
         arr_t = ir.ArrayType(PTR, max(n, 1))
         slot = lambda arr, k: b.gep(arr, [i64(0), ir.Constant(I32, k)], source_etype=arr_t,   # noqa: E731
                                     inbounds=True)
+        for k in sorted(inplace_state(inst.attrs["body"])):      # one buffer: DUS in place
+            b.store(self.ptr(state[k]), slot(nxt, k))
         callee_temp = self.callee_temp()
         cond_fn = self.fns.fns[id(inst.attrs["condition"])]
         body_fn = self.fns.fns[id(inst.attrs["body"])]
