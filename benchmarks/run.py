@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import hloc  # noqa: E402
 from hloc.backend import compile_module  # noqa: E402
-from hloc.backend.profile import table  # noqa: E402
 from hloc.cli_backend import prepare_for_cpu  # noqa: E402
 from hloc.compare import ErrorSpec, near  # noqa: E402
 from hloc.inputs import bind_arguments, flatten_leaves, load_npz  # noqa: E402
@@ -335,6 +334,7 @@ def main(argv=None):
 def _profile(opts, name, module, args, kw):
     if not opts.profile:
         return
+    from hloc.backend.profile import table
     exe = compile_module(module, numerics=opts.numerics, profile=True, **kw)
     exe.run(args)
     exe.reset_profile()

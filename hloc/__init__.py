@@ -62,8 +62,10 @@ def run(module, *args, backend: str = "interpreter", seed: int = 42):
 def compile(module, *, numerics: str = "xla-cpu", cache_dir=None, optimize: bool | None = None):
     """Compile `module` to native code (hloc.backend): returns an Executable whose
     `run(args)` takes one NumPy array per ENTRY parameter (exact types, as `run`). The
-    default HLO pipeline runs first unless the module is already optimised (`optimize`
-    True/False forces it on/off); `cache_dir` enables the on-disk object cache."""
+    default HLO pipeline runs first (in place) unless the module is already optimised
+    (`optimize` True/False forces it on/off); `cache_dir` enables the on-disk object cache
+    (a hit runs neither the pipeline nor code generation). `run(args, out=arrays)` writes
+    into the caller's arrays; otherwise result buffers are reused once dropped."""
     from .backend import compile_module
     from .cli_backend import cpu_pipeline
     return compile_module(module, numerics=numerics, cache_dir=cache_dir,

@@ -21,7 +21,6 @@ OUT = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
 
 
 def _scan_carry():
-    import jax
     import jax.numpy as jnp
     from jax import lax
 

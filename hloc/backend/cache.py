@@ -3,8 +3,8 @@
 Key = sha256 of the HLO module text, the HLO pipeline and code-generation options, the
 host CPU name and features, a digest of hloc's sources and the hloc / llvmlite / LLVM
 versions (hloc.backend.jit.module_key). The payload is the object code and what the
-runtime needs to call it (`pack` / `unpack`: a JSON header, then the object). An entry is `MAGIC + key + sha256(payload)
-+ payload`; a read validates all three and treats anything else as a miss (and removes
+runtime needs to call it (`pack` / `unpack`: a JSON header, then the object). An entry
+is `MAGIC + key + sha256(payload) + payload`; a read validates all three and treats anything else as a miss (and removes
 the entry), so a corrupt or truncated file is recompiled, never loaded. Writes go to a
 temporary file in the same directory and are renamed into place (atomic on POSIX), so
 concurrent runs never see half an entry. The directory is chosen by the caller (the CLI

@@ -30,7 +30,8 @@ class Site:
     name: str           # the HLO instruction
     opcode: str         # "fusion(kind)", an opcode, or "blas" / "copy"
     computation: str
-    bytes: int          # bytes its operands and results occupy (read + written once)
+    bytes: int          # bytes its operands and results occupy: an upper bound of what it
+                        # moves (a kernel reading a dynamic slice of an operand reads less)
     flops: int          # 2 x multiply-adds of dots and convolutions inside, else 0
 
 
