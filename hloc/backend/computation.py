@@ -142,7 +142,11 @@ class _Emitter:
             self.instruction(inst)
         for j, buf in self.plan.root_copies:
             out = ptr_arg(self.b, self.fn.args[1], j)
-            self.memcpy(out, self.ptr(buf), buf.size)
+            if buf.kind == "param":     # a while body's state passed through: maybe one buffer
+                with self.b.if_then(self.b.icmp_unsigned("!=", out, self.ptr(buf))):
+                    self.memcpy(out, self.ptr(buf), buf.size)
+            else:
+                self.memcpy(out, self.ptr(buf), buf.size)
         self.b.ret_void()
 
     def leaves(self, inst):

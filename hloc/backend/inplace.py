@@ -10,7 +10,9 @@ dynamic-update-slice (DUS). Copied whole, that costs O(n) per step — O(n^2) a 
   check is at run time, so the kernel is right whatever the buffers turn out to be.
 * While loops: a state element `k` whose body output is such a DUS of the body's own
   state element `k` (read by nothing else in the body) keeps one buffer for both halves
-  of the double-buffered state (hloc.backend.computation), so the DUS runs in place.
+  of the double-buffered state (hloc.backend.computation), so the DUS runs in place;
+  so does an element the body passes through unchanged (a scan's saved residuals in the
+  backward loop), whose copy from parameter to output is then skipped at run time.
 """
 from __future__ import annotations
 
@@ -70,7 +72,8 @@ def same_buffer(b: ir.IRBuilder, p, q) -> ir.Value:
 
 
 def inplace_state(body) -> set[int]:
-    """State elements `k` of a while body (a tuple of arrays) updated in place by a DUS."""
+    """State elements `k` of a while body (a tuple of arrays) updated in place by a DUS,
+    or passed through unchanged (the body's copy of it to its output is then skipped)."""
     param = body.parameter_instruction(0) if hasattr(body, "parameter_instruction") else \
         next((i for i in body.instructions if i.opcode == "parameter"), None)
     root = body.root
@@ -85,6 +88,9 @@ def inplace_state(body) -> set[int]:
     out = set()
     for k, d in enumerate(root.operands):
         g = gtes.get(k)
+        if d.opcode == "get-tuple-element" and d.operands[0] is param and d.attrs["index"] == k:
+            out.add(k)          # passed through unchanged: nothing writes it
+            continue
         base = dus_base(d)
         if base is None or g is None or len(g) != 1 or d.operands[base] is not g[0]:
             continue
