@@ -103,6 +103,7 @@ class KernelBuilder:
         self.cache: dict = {}
         self.flags: tuple = ("contract",) if mcx.options.xla else ()
         self._gens: dict = {}
+        self.fence_outputs = False      # kernels.py: results fenced (inlinable kernel)
         self.overrides: dict = {}       # id(inst) -> generator used instead of its emitter
         self.reduce_split: dict = {}    # id(reduce) -> (wg, nwg): its chunk (split_reduce)
 
@@ -120,6 +121,15 @@ class KernelBuilder:
             yield
         finally:
             self.flags = old
+
+    def fenced(self, v):
+        """`v` through llvm.arithmetic.fence when this kernel's results are fenced (a
+        float stored by a kernel that may be inlined: no FP folding across kernels)."""
+        t = getattr(v, "type", None)
+        if not self.fence_outputs or not isinstance(t, (ir.FloatType, ir.DoubleType)):
+            return v
+        name = "llvm.arithmetic.fence." + ("f32" if isinstance(t, ir.FloatType) else "f64")
+        return self.b.call(self.mcx.intrinsic(name, t, [t]), [v])
 
     def alloca_entry(self, ty: ir.Type, name: str = "") -> ir.Value:
         """An alloca in the entry block (so mem2reg promotes it)."""

@@ -62,7 +62,7 @@ def emit_window(kb, root, ops, out_ptr, out_shape, wg) -> None:
         idx = Index(b, out_shape, multi=[b.add(s, j) for s, j in zip(starts, js)])
         p = b.gep(out_ptr, [idx.offset_in(out_shape)], source_etype=storage_type(out_shape.dtype),
                   inbounds=True)
-        store_elem(b, out_shape.dtype, v, p)
+        store_elem(b, out_shape.dtype, kb.fenced(v), p)
         for cm in reversed(stack):
             cm.__exit__(None, None, None)
 

@@ -23,7 +23,8 @@ from .types import I64, PTR, VOID, storage_type, store_elem
 
 KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
 # Kernels moving fewer bytes than this may be inlined into their computation's function:
-# a scan body of scalar ops then becomes straight-line code instead of ~100 calls.
+# a scan body of scalar ops then becomes straight-line code instead of ~100 calls. Their
+# float results pass llvm.arithmetic.fence, so the bits are those of a call.
 INLINE_WORK = 4096
 
 
@@ -35,10 +36,14 @@ def emit_kernel(mcx, inst) -> ir.Function:
     """The kernel computing `inst` (a fusion or an op with a generator or kernel emitter)."""
     fn = ir.Function(mcx.module, KERNEL_TYPE, name=mcx.unique(inst.name))
     fn.args[0].name, fn.args[1].name, fn.args[2].name = "args", "wg", "nwg"
-    if kernel_work(inst) >= INLINE_WORK:
+    inlinable = kernel_work(inst) < INLINE_WORK
+    if not inlinable:
         fn.attributes.add("noinline")
     fn.attributes.add("nounwind")
     kb = KernelBuilder(mcx, fn)
+    # An inlined kernel's results still round where they are stored, as XLA's fusion
+    # boundaries do: no contraction or reassociation across kernels (xla-cpu numerics).
+    kb.fence_outputs = inlinable and mcx.options.xla
     b = kb.b
     args, wg, nwg = fn.args
     in_leaves = []
@@ -149,6 +154,7 @@ def _store(kb, gen, targets, index):
     v = gen(index)
     for ptr, shape, k in targets:
         val = v[k] if k is not None else v
+        val = kb.fenced(val)
         off = index.offset_in(shape)
         p = b.gep(ptr, [off], source_etype=storage_type(shape.dtype), inbounds=True)
         store_elem(b, shape.dtype, val, p)
