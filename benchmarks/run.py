@@ -1,13 +1,19 @@
 """Compiled hloc against XLA:CPU (via JAX), the interpreter and NumPy op by op.
 
     python benchmarks/run.py [CASE ...] [--repeat N] [--numerics xla-cpu|ieee] [--threads N]
-    /work/venv-jax/bin/python benchmarks/run.py      # adds the XLA:CPU column
+                             [--no-interpreter] [--profile]
+    /work/venv-jax/bin/python benchmarks/run.py      # adds the XLA:CPU columns
 
-Same inputs for every executor, one process. Each case is an HLO module written as JAX
-would lower it (a before-optimizations module: hloc's default pipeline runs first, as
-`hloc run --backend cpu` does). Times are the best of --repeat steady-state calls (the
-interpreter: best of 2); compile time is reported separately. Prints a table of times
-and ratios; checks that every executor's result agrees with NumPy's (ErrorSpec 1e-3).
+Same inputs for every executor, one process. The first six cases are HLO modules written
+as JAX would lower them (before-optimizations: hloc's default pipeline runs first, as
+`hloc run --backend cpu` does), checked against NumPy (ErrorSpec 1e-3); "stream" is the
+streaming limit for the bytes the case must read and write (np.copyto of as many bytes,
+measured in the same run). The file cases are JAX dumps (testdata/dumps training steps,
+benchmarks/data scans from tools/gen_bench_dumps.py), checked against the values JAX
+computed and timed on XLA:CPU by compiling the same HLO text (as tools/check_dumps.py).
+Times are the best of --repeat steady-state calls (the interpreter: best of 2); compile
+times are hloc's without cache and XLA's `jit(...).lower(...).compile()` (or
+compile_and_load of the text). --profile prints hloc's per-kernel profile per case.
 Not a test: timings on a shared machine vary by +-30 %.
 """
 from __future__ import annotations
@@ -25,7 +31,10 @@ import hloc  # noqa: E402
 from hloc.backend import compile_module  # noqa: E402
 from hloc.cli_backend import prepare_for_cpu  # noqa: E402
 from hloc.compare import ErrorSpec, near  # noqa: E402
+from hloc.inputs import bind_arguments, flatten_leaves, load_npz  # noqa: E402
 from hloc.runner import run_module  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 _ADD = "add_f {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] add(a, b)\n}\n"
 _MAX = "max_f {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] maximum(a, b)\n}\n"
@@ -161,6 +170,62 @@ CASES = {
                                                     for _ in range(2)], lambda x, y: x @ y),
 }
 
+# Bytes each case must read and write (for the streaming limit).
+STREAM_BYTES = {"sum(x+y*z) 3x4M": 3 * M4 * 4, "x*x+2x+1 8M": 2 * M8 * 4,
+                "mean(relu(x)^2) 8M": M8 * 4, "softmax 512x8192": 2 * 512 * 8192 * 4,
+                "layernorm 4096x1024": 2 * 4096 * 1024 * 4}
+FILE_CASES = {
+    "MLP train step": ROOT / "testdata/dumps/mlp_train_step",
+    "BERT-like block train step": ROOT / "testdata/dumps/bert_train_step",
+    "CNN train step": ROOT / "testdata/dumps/cnn_train_step",
+    "scan 10k 3x3 f64 carry": ROOT / "benchmarks/data/scan_carry_f64",
+    "grad(scan), 32 scalar leaves": ROOT / "benchmarks/data/grad_scan_scalars",
+}
+
+
+def _file_case(stem: Path):
+    hlo = stem.with_name(stem.name + ".before_optimizations.hlo")
+    if not hlo.exists():
+        hlo = stem.with_suffix(".hlo")
+    d = load_npz(stem.with_suffix(".npz"))
+    n_in = sum(1 for k in d if k.startswith("in") and k[2:].isdigit())
+    n_out = sum(1 for k in d if k.startswith("out") and k[3:].isdigit())
+    return hlo.read_text(), [d[f"in{i}"] for i in range(n_in)], [d[f"out{i}"] for i in range(n_out)]
+
+
+def _stream_time(nbytes, repeat):
+    half = nbytes // 2
+    src, dst = np.ones(half, np.uint8), np.empty(half, np.uint8)
+    np.copyto(dst, src)
+    return _best(lambda: np.copyto(dst, src), repeat)[0]
+
+
+def _xla_text(text, args, repeat):
+    """(compile s, best run s) of XLA:CPU on HLO text (None, None without JAX)."""
+    try:
+        import jax
+        import jaxlib._hlo as h
+        from jax._src.interpreters import mlir as jmlir
+        from jax._src.lib import xla_client as xc
+        from jax._src.lib.mlir import ir
+    except ImportError:
+        return None, None
+    jax.config.update("jax_enable_x64", True)
+    t0 = time.perf_counter()
+    m = h.hlo_module_from_text(text)
+    bc = xc._xla.mlir.hlo_to_stablehlo(m.as_serialized_hlo_module_proto())
+    with jmlir.make_ir_context():
+        code = jmlir.module_to_bytecode(ir.Module.parse(bc))
+    client = jax.devices("cpu")[0].client
+    exe = client.compile_and_load(code, xc.DeviceList(tuple(jax.devices("cpu"))), xc.CompileOptions())
+    compile_s = time.perf_counter() - t0
+    dev = [jax.device_put(a) for a in args]
+
+    def call():
+        return jax.block_until_ready(exe.execute_sharded(dev).disassemble_into_single_device_arrays())
+    call()
+    return compile_s, _best(call, repeat)[0]
+
 
 def _best(fn, repeat):
     best, out = float("inf"), None
@@ -178,6 +243,7 @@ def _xla_time(name, args, repeat):
         import jax.numpy as jnp
     except ImportError:
         return None, None
+    jax.config.update("jax_enable_x64", False)
     fns = {
         "sum(x+y*z) 3x4M": lambda x, y, z: jnp.sum(x + y * z),
         "x*x+2x+1 8M": lambda x: x * x + 2 * x + 1,
@@ -187,11 +253,13 @@ def _xla_time(name, args, repeat):
         * jax.lax.rsqrt(((x - x.mean(1, keepdims=True)) ** 2).mean(1, keepdims=True) + 1e-5),
         "matmul 1024^2 f32": lambda x, y: x @ y,
     }
-    f = jax.jit(fns[name])
     dev = [jax.device_put(a) for a in args]
+    t0 = time.perf_counter()
+    f = jax.jit(fns[name]).lower(*dev).compile()
+    compile_s = time.perf_counter() - t0
     f(*dev).block_until_ready()
     t, out = _best(lambda: f(*dev).block_until_ready(), repeat)
-    return t, np.asarray(out)
+    return t, compile_s
 
 
 def main(argv=None):
@@ -200,38 +268,81 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--numerics", default="xla-cpu", choices=["xla-cpu", "ieee"])
     ap.add_argument("--no-interpreter", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="print hloc's per-kernel profile per case")
     ap.add_argument("--threads", type=int, default=None,
                     help="threads for hloc's large kernels (default: the cores this process may use)")
     opts = ap.parse_args(argv)
     rng = np.random.default_rng(0)
-    rows = []
+    rows, threads = [], None
+    kw = {} if opts.threads is None else {"threads": opts.threads}
+    wanted = lambda name: not opts.cases or any(c in name for c in opts.cases)   # noqa: E731
     for name, (text, make, np_fn) in CASES.items():
-        if opts.cases and not any(c in name for c in opts.cases):
+        if not wanted(name):
             continue
         args = make(rng)
         module = prepare_for_cpu(hloc.parse(text, name), None)
         t0 = time.perf_counter()
-        kw = {} if opts.threads is None else {"threads": opts.threads}
         exe = compile_module(module, numerics=opts.numerics, **kw)
         compile_s = time.perf_counter() - t0
+        threads = exe.threads
         exe.run(args)
         t_hloc, out = _best(lambda: exe.run(args), opts.repeat)
+        out = np.array(out)
         t_np, ref = _best(lambda: np_fn(*args), max(3, opts.repeat // 2))
         t_int = None
         if not opts.no_interpreter:
             t_int, iout = _best(lambda: run_module(module, args).value, 2)
             assert near(np.asarray(ref, np.float32), np.asarray(iout), ErrorSpec(1e-3, 1e-3)).ok
-        assert near(np.asarray(ref, np.float32), np.asarray(out), ErrorSpec(1e-3, 1e-3)).ok, name
-        t_xla, _ = _xla_time(name, args, opts.repeat)
-        rows.append((name, t_hloc, compile_s, t_int, t_np, t_xla))
-    ms = lambda t: "-" if t is None else f"{t * 1e3:9.2f}"   # noqa: E731
-    ratio = lambda a, b: "-" if a is None or b is None else f"{a / b:7.2f}x"   # noqa: E731
-    print(f"numerics={opts.numerics}; threads={getattr(exe, 'threads', 1)}; times in ms, best of {opts.repeat}; ratios = other / hloc")
-    print(f"{'case':22} {'hloc':>9} {'compile':>9} {'interp':>9} {'numpy':>9} {'xla':>9} "
-          f"{'interp/hloc':>11} {'numpy/hloc':>10} {'xla/hloc':>9}")
-    for name, th, tc, ti, tn, tx in rows:
-        print(f"{name:22} {ms(th)} {ms(tc)} {ms(ti)} {ms(tn)} {ms(tx)} {ratio(ti, th):>11} "
-              f"{ratio(tn, th):>10} {ratio(tx, th):>9}")
+        assert near(np.asarray(ref, np.float32), out, ErrorSpec(1e-3, 1e-3)).ok, name
+        t_stream = _stream_time(STREAM_BYTES[name], opts.repeat) if name in STREAM_BYTES else None
+        t_xla, xla_compile = _xla_time(name, args, opts.repeat)
+        rows.append((name, t_hloc, compile_s, t_int, t_np, t_stream, t_xla, xla_compile))
+        _profile(opts, name, module, args, kw)
+    for name, stem in FILE_CASES.items():
+        if not wanted(name):
+            continue
+        text, ins, want = _file_case(stem)
+        module = hloc.parse(text, name)
+        args = bind_arguments(module, ins)
+        t0 = time.perf_counter()
+        exe = hloc.compile(module, numerics=opts.numerics)
+        exe.set_threads(opts.threads)
+        compile_s = time.perf_counter() - t0
+        threads = exe.threads
+        got = exe.run(args)
+        for g, w in zip(flatten_leaves(got, module.entry.root.shape), want):
+            assert near(np.asarray(w), np.asarray(g), ErrorSpec(1e-3, 1e-3)).ok, name
+        t_hloc, _ = _best(lambda: exe.run(args), opts.repeat)
+        t_int = None
+        if not opts.no_interpreter and "scan" not in name:
+            t_int, _ = _best(lambda: run_module(module, args).value, 1)
+        xla_compile, t_xla = _xla_text(text, ins, opts.repeat)
+        rows.append((name, t_hloc, compile_s, t_int, None, None, t_xla, xla_compile))
+        _profile(opts, name, module, args, kw)
+    ms = lambda t: "-" if t is None else f"{t * 1e3:.3f}" if t < 0.01 else f"{t * 1e3:.2f}"  # noqa: E731
+    ratio = lambda a, b: "-" if a is None or b is None else f"{a / b:.2f}x"   # noqa: E731
+    print(f"numerics={opts.numerics}; threads={threads}; times in ms, best of {opts.repeat}; "
+          "ratios = hloc / other (< 1: hloc is faster)")
+    print("| case | hloc | NumPy | stream | XLA:CPU | interp | hloc/NumPy | hloc/stream | hloc/XLA "
+          "| compile hloc | compile XLA |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, th, tc, ti, tn, ts, tx, txc in rows:
+        print(f"| {name} | {ms(th)} | {ms(tn)} | {ms(ts)} | {ms(tx)} | {ms(ti)} | {ratio(th, tn)} "
+              f"| {ratio(th, ts)} | {ratio(th, tx)} | {ms(tc)} | {ms(txc)} |")
+
+
+def _profile(opts, name, module, args, kw):
+    if not opts.profile:
+        return
+    from hloc.backend.profile import table
+    exe = compile_module(module, numerics=opts.numerics, profile=True, **kw)
+    exe.run(args)
+    exe.reset_profile()
+    t0 = time.perf_counter()
+    for _ in range(opts.repeat):
+        exe.run(args)
+    print(f"\n{name}: profile of {opts.repeat} calls")
+    print(table(exe.profile()[:15], time.perf_counter() - t0))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,11 @@ def default_cache_dir() -> str:
     return os.path.join(base, "hloc")
 
 
+def cpu_pipeline(opt: bool | None):
+    """The (name, fn) pipeline argument of compile_module for `prepare_for_cpu(.., opt)`."""
+    return (f"default_pipeline(opt={opt})", lambda m: prepare_for_cpu(m, opt))
+
+
 def prepare_for_cpu(module, opt: bool | None):
     """Run the default pipeline when `opt` is True, or when None and the module does not
     look optimised already (before-optimizations dumps); False compiles it as it is."""
@@ -37,8 +42,9 @@ class CpuBackend:
     runner_name = "CPU"
 
     def __init__(self, numerics: str = "xla-cpu", opt: bool | None = None, cache_dir=None,
-                 threads: int | None = None):
+                 threads: int | None = None, profile: bool = False):
         self.numerics = numerics
+        self.profile = profile          # per-kernel timers (`hloc run --profile`)
         self.threads = threads          # None: the cores the process may use
         self.opt = opt
         self.cache_dir = cache_dir      # None: no on-disk cache (the library default)
@@ -50,16 +56,17 @@ class CpuBackend:
     def prepare(self, module, *, seed: int):
         from .backend import compile_module
         from .diagnostics import UnsupportedError
-        prepare_for_cpu(module, self.opt)
         try:
             exe = compile_module(module, numerics=self.numerics, cache_dir=self.cache_dir,
-                                 threads=self.threads)
+                                 threads=self.threads, profile=self.profile,
+                                 pipeline=cpu_pipeline(self.opt))
         except UnsupportedError as e:
             e.notes = (*e.notes, "the compiled back end (--backend cpu, the default) cannot run "
                                  "this yet; try --backend interpreter")
             raise
         self.cache_hit = exe.cache_hit
         self.used_threads = exe.threads
+        self.executable = exe
         return exe
 
     def execute(self, prepared, args: list):
@@ -70,15 +77,32 @@ class CpuBackend:
         return run_devices(prepared, args_per_device)
 
     def json_extra(self) -> dict:
-        return {"numerics": self.numerics, "cache_hit": self.cache_hit,
-                "threads": getattr(self, "used_threads", self.threads)}
+        extra = {"numerics": self.numerics, "cache_hit": self.cache_hit,
+                 "threads": getattr(self, "used_threads", self.threads)}
+        exe = getattr(self, "executable", None)
+        if exe is not None:
+            extra["memory"] = exe.memory_bytes | {"peak_rss": peak_rss()}
+            if self.profile:
+                extra["profile"] = exe.profile()
+        return extra
 
 
-def configure_cpu(*, numerics: str, opt: bool | None, threads: int | None = None) -> None:
+def peak_rss() -> int | None:
+    """The process's peak resident set size in bytes (None where not known)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(kib) * (1 if sys.platform == "darwin" else 1024)
+
+
+def configure_cpu(*, numerics: str, opt: bool | None, threads: int | None = None,
+                  profile: bool = False) -> None:
     """The CLI's "cpu" back end: its options and the user's cache directory."""
     from .runner import BACKENDS
     BACKENDS["cpu"] = CpuBackend(numerics=numerics, opt=opt, cache_dir=default_cache_dir(),
-                                 threads=threads)
+                                 threads=threads, profile=profile)
 
 
 @click.command("emit-llvm")

@@ -136,6 +136,10 @@ Exit status: 0 ok, 1 mismatch with --expected, 2 bad input or parse/verify error
 @click.option("--threads", type=click.IntRange(min=1, max=64), default=None,
               help="cpu: threads large kernels are split over (default: the cores this "
                    "process may use); results are identical for any value.")
+@click.option("--profile", is_flag=True,
+              help="cpu: time every kernel (like XLA's --xla_hlo_profile) and print per-kernel "
+                   "time, bytes, GB/s and GFLOP/s, slowest first, to stderr (in --json: "
+                   "\"profile\").")
 @click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
               help="Runs on the same arguments (run_hlo_module draws new ones per "
                    "iteration); each is timed on stderr.")
@@ -164,7 +168,7 @@ Exit status: 0 ok, 1 mismatch with --expected, 2 bad input or parse/verify error
                    "leading device axis.")
 @click.option("--no-verify", is_flag=True, help="Skip the HLO verifier.")
 def run(module, pick, inputs, positional, literals, seed, use_large_float_range, backend,
-        numerics, hlo_opt, threads, iterations, output, expected, abs_error_bound,
+        numerics, hlo_opt, threads, profile, iterations, output, expected, abs_error_bound,
         rel_error_bound, as_json, print_values, print_all, print_literals, devices, no_verify):
     import json
 
@@ -211,9 +215,11 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
                                            use_large_float_range=use_large_float_range)
                         if n > 1 else make_fake_arguments(
                             m, seed=seed, use_large_float_range=use_large_float_range))
+        if profile and (backend != "cpu" or n > 1):
+            raise InputError("--profile needs --backend cpu (one device)")
         if backend == "cpu":
             from .cli_backend import configure_cpu
-            configure_cpu(numerics=numerics, opt=hlo_opt, threads=threads)
+            configure_cpu(numerics=numerics, opt=hlo_opt, threads=threads, profile=profile)
         runner = get_backend(backend).runner_name
         if print_literals and not as_json:
             for d, a in enumerate(args if n > 1 else [args]):
@@ -240,6 +246,10 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
         return
     if output:
         save_outputs(output, result.shape, result.value)
+    if profile and not as_json:
+        from .backend.profile import table
+        click.echo(f"profile of {len(result.run_s)} iteration(s):", err=True)
+        click.echo(table(get_backend(backend).executable.profile(), sum(result.run_s)), err=True)
     if as_json:
         obj = result_json(result, print_values=print_values or print_all)
         obj.update(getattr(get_backend(backend), "json_extra", dict)())

@@ -27,6 +27,7 @@ Layout (one job per module):
   blas.py         large dots as cblas_?gemm calls (NumPy's bundled OpenBLAS)
   gemm.py         the emitted tiled GEMM those calls go to with Options(gemm="emitted")
   parallel.py     work groups per kernel and the emitted pthread runtime that splits them
+  profile.py      per-kernel timers of profiled code and the `--profile` report
   runtime.py      the allowlist of native symbols and the object-file check
   collective_calls.py  collectives / replica-id / partition-id as device-runtime calls
   device_runtime.py    N devices as threads meeting at collectives (DeviceExecutable)
@@ -49,14 +50,22 @@ __all__ = ["Options", "Executable", "compile_module", "lower", "optimize", "emit
 
 
 def compile_module(module, *, numerics: str = "xla-cpu", cache_dir=None,
-                   opt_level: int = 3, threads: int | None = None,
-                   gemm: str = "blas") -> Executable:
-    """Compile `module` (as it is: run passes before if wanted) into an Executable whose
-    large kernels use `threads` threads (None: the cores the process may use); large dots
-    call NumPy's OpenBLAS (gemm="blas") or the emitted GEMM ("emitted", as `hloc compile`)."""
+                   opt_level: int = 3, threads: int | None = None, profile: bool = False,
+                   gemm: str = "blas", pipeline=None) -> Executable:
+    """Compile `module` into an Executable whose large kernels use `threads` threads
+    (None: the cores the process may use). `pipeline` (name, fn) runs HLO passes first
+    unless the object cache already holds the result (else the module compiles as it
+    is); `profile` adds per-kernel timers (hloc.backend.profile); large dots call NumPy's
+    OpenBLAS (gemm="blas") or the emitted GEMM ("emitted", as `hloc compile`)."""
     from .device_runtime import DeviceExecutable, needs_devices
-    cls = DeviceExecutable if needs_devices(module) else Executable
-    return cls(module, Options(numerics, opt_level, gemm), cache_dir, threads)
+    options = Options(numerics, opt_level, gemm=gemm, profile=profile)
+    if needs_devices(module):
+        # The device table numbers the instructions of the module that is compiled, so its
+        # passes always run here rather than being skipped on a cache hit.
+        if pipeline is not None:
+            pipeline[1](module)
+        return DeviceExecutable(module, options, cache_dir, threads)
+    return Executable(module, options, cache_dir, threads, pipeline)
 
 
 def emit_llvm(module, *, numerics: str = "xla-cpu", optimized: bool = True,

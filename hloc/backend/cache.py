@@ -1,8 +1,10 @@
 """On-disk cache of object code, keyed by everything that decides the code.
 
-Key = sha256 of the LLVM IR text, the code-generation options, the host CPU name and
-features, and the hloc / llvmlite / LLVM versions. An entry is `MAGIC + key + sha256(payload)
-+ payload`; a read validates all three and treats anything else as a miss (and removes
+Key = sha256 of the HLO module text, the HLO pipeline and code-generation options, the
+host CPU name and features, a digest of hloc's sources and the hloc / llvmlite / LLVM
+versions (hloc.backend.jit.module_key). The payload is the object code and what the
+runtime needs to call it (`pack` / `unpack`: a JSON header, then the object). An entry
+is `MAGIC + key + sha256(payload) + payload`; a read validates all three and treats anything else as a miss (and removes
 the entry), so a corrupt or truncated file is recompiled, never loaded. Writes go to a
 temporary file in the same directory and are renamed into place (atomic on POSIX), so
 concurrent runs never see half an entry. The directory is chosen by the caller (the CLI
@@ -11,10 +13,28 @@ reads XDG_CACHE_HOME); None disables the cache.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 
-MAGIC = b"HLOCOBJ1"
+MAGIC = b"HLOCOBJ2"
+
+
+def pack(meta: dict, obj: bytes) -> bytes:
+    head = json.dumps(meta, separators=(",", ":")).encode()
+    return len(head).to_bytes(8, "little") + head + obj
+
+
+def unpack(payload: bytes) -> tuple[dict, bytes] | None:
+    """(meta, object) of a payload, or None if it is not one."""
+    n = int.from_bytes(payload[:8], "little")
+    if len(payload) < 8 + n:
+        return None
+    try:
+        meta = json.loads(payload[8:8 + n])
+    except ValueError:
+        return None
+    return (meta, payload[8 + n:]) if isinstance(meta, dict) else None
 
 
 def cache_key(*parts: str) -> str:

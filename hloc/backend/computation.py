@@ -3,17 +3,22 @@
 `void @comp.<name>(ptr %params, ptr %outs, ptr %temp)`: `params`/`outs` are arrays of
 leaf pointers, `temp` the computation's arena (hloc.backend.buffers). Instructions run
 in order: a kernel call per fusion or op (large data-parallel ones through the
-work-group runtime, hloc.backend.parallel; large dots through BLAS), while / conditional / call as LLVM loops,
+work-group runtime, hloc.backend.parallel; large dots through BLAS; large full reductions
+in fixed chunks, hloc.backend.split_reduce), while / conditional / call as LLVM loops,
 switches and calls of the callees' functions — no Python between ops or iterations.
 The closed match below is over the structural kinds only; everything else is a kernel.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import blas, buffers, collective_calls, parallel
+from . import blas, buffers, collective_calls, parallel, split_reduce
+from .profile import site_of
 from .context import ptr_arg
+from .inplace import inplace_state
 from .kernels import data_parallel, emit_kernel
 from .loops import i64
 from .types import I1, I8, I32, I64, PTR, VOID, TypeUnsupported, opaque
@@ -114,6 +119,13 @@ class _Emitter:
         f = self.mcx.intrinsic("llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
         self.b.call(f, [dst, src, i64(n), ir.Constant(I1, 0)])
 
+    def timed(self, inst, kind: str | None = None):
+        """A block whose code is timed as `inst`'s site when profiling (else nothing)."""
+        prof = self.mcx.profiler
+        if prof is None:
+            return nullcontext()
+        return prof.around(self, site_of(inst, self.comp.name, kind))
+
     def callee_temp(self):
         return self.b.gep(self.fn.args[2], [i64(self.plan.callee_offset)], source_etype=I8,
                           inbounds=True)
@@ -130,7 +142,11 @@ class _Emitter:
             self.instruction(inst)
         for j, buf in self.plan.root_copies:
             out = ptr_arg(self.b, self.fn.args[1], j)
-            self.memcpy(out, self.ptr(buf), buf.size)
+            if buf.kind == "param":     # a while body's state passed through: maybe one buffer
+                with self.b.if_then(self.b.icmp_unsigned("!=", out, self.ptr(buf))):
+                    self.memcpy(out, self.ptr(buf), buf.size)
+            else:
+                self.memcpy(out, self.ptr(buf), buf.size)
         self.b.ret_void()
 
     def leaves(self, inst):
@@ -146,14 +162,18 @@ class _Emitter:
             case "conditional":
                 self.conditional(inst)
             case "copy" if inst.shape.is_tuple:
-                for dst, src in zip(self.leaves(inst), self.leaves(inst.operands[0])):
-                    self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+                with self.timed(inst):
+                    for dst, src in zip(self.leaves(inst), self.leaves(inst.operands[0])):
+                        self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
             case "copy-start" | "async-start":
                 self.async_start(inst)
             case "select" if inst.shape.is_tuple:
                 self.tuple_select(inst)
             case "dot" if (gemm := blas.plan(inst, self.mcx.options)) is not None:
-                blas.emit_call(self, inst, gemm)
+                with self.timed(inst, "dot:blas"):
+                    blas.emit_call(self, inst, gemm)
+            case "reduce" | "fusion" if (split := split_reduce.plan(inst, self.mcx.options)) is not None:
+                split_reduce.emit(self, inst, split)
             case _ if collective_calls.is_device_op(inst):
                 collective_calls.emit(self, inst)
             case _:
@@ -166,11 +186,13 @@ class _Emitter:
                     raise unsupported(inst, f"{inst.opcode} on {e} in the compiled back end") from None
                 bufs = [x for o in inst.operands for x in self.leaves(o)] + self.leaves(inst)
                 nwg = parallel.work_groups(inst) if data_parallel(inst) else 1
-                if nwg > 1:
-                    run = parallel.parallel_function(self.mcx)
-                    self.b.call(run, [kernel, self.ptr_array(bufs), i64(nwg)])
-                else:
-                    self.b.call(kernel, [self.ptr_array(bufs), i64(0), i64(1)])
+                args = self.ptr_array(bufs)
+                with self.timed(inst):
+                    if nwg > 1:
+                        run = parallel.parallel_function(self.mcx)
+                        self.b.call(run, [kernel, args, i64(nwg)])
+                    else:
+                        self.b.call(kernel, [args, i64(0), i64(1)])
 
     def async_start(self, inst) -> None:
         """copy-start copies its operand into the destination element; async-start calls
@@ -206,7 +228,8 @@ class _Emitter:
 
     def while_(self, inst) -> None:
         """The state lives in two buffer sets used alternately (the body reads one and
-        writes the other; the pointer arrays are swapped), so an iteration copies nothing;
+        writes the other; the pointer arrays are swapped), so an iteration copies nothing
+        (elements a body updates with an in-place DUS keep one buffer, hloc.backend.inplace);
         the final state is copied once into the while's own buffers if it ended in the
         other set."""
         b = self.b
@@ -220,6 +243,8 @@ class _Emitter:
         arr_t = ir.ArrayType(PTR, max(n, 1))
         slot = lambda arr, k: b.gep(arr, [i64(0), ir.Constant(I32, k)], source_etype=arr_t,   # noqa: E731
                                     inbounds=True)
+        for k in sorted(inplace_state(inst.attrs["body"])):      # one buffer: DUS in place
+            b.store(self.ptr(state[k]), slot(nxt, k))
         callee_temp = self.callee_temp()
         cond_fn = self.fns.fns[id(inst.attrs["condition"])]
         body_fn = self.fns.fns[id(inst.attrs["body"])]

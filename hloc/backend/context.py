@@ -24,7 +24,8 @@ from .types import I8, PTR, TypeUnsupported, opaque, storage_type
 class Options:
     """Code generation options (they are part of the object-cache key)."""
 
-    def __init__(self, numerics: str = "xla-cpu", opt_level: int = 3, gemm: str = "blas"):
+    def __init__(self, numerics: str = "xla-cpu", opt_level: int = 3, gemm: str = "blas",
+                 profile: bool = False):
         if numerics not in ("xla-cpu", "ieee"):
             raise ValueError(f"unknown numerics mode {numerics!r} (xla-cpu or ieee)")
         if gemm not in ("blas", "emitted", "cblas"):
@@ -33,13 +34,16 @@ class Options:
         self.opt_level = opt_level
         self.gemm = gemm        # large dots: NumPy's OpenBLAS, hloc.backend.gemm (the AOT default),
         #                         or a linked LP64 cblas (AOT --blas)
+        self.profile = profile      # per-kernel timers (hloc.backend.profile)
 
     @property
     def xla(self) -> bool:
         return self.numerics == "xla-cpu"
 
     def key(self) -> str:
-        return f"numerics={self.numerics};O{self.opt_level}" + (f";gemm={self.gemm}" if self.gemm != "blas" else "")
+        return (f"numerics={self.numerics};O{self.opt_level}"
+                + (f";gemm={self.gemm}" if self.gemm != "blas" else "")
+                + (";profile" if self.profile else ""))
 
 
 class ModuleContext:
@@ -53,6 +57,8 @@ class ModuleContext:
         self._decls: dict[str, ir.Function] = {}
         self._consts: dict[tuple, ir.GlobalVariable] = {}
         self._names: set[str] = set()
+        from .profile import Profiler
+        self.profiler = Profiler(self) if options.profile else None
 
     def unique(self, name: str) -> str:
         base = "".join(c if c.isalnum() or c in "._" else "_" for c in name) or "f"
@@ -115,6 +121,9 @@ class KernelBuilder:
         self.cache: dict = {}
         self.flags: tuple = ("contract",) if mcx.options.xla else ()
         self._gens: dict = {}
+        self.fence_outputs = False      # kernels.py: results fenced (inlinable kernel)
+        self.overrides: dict = {}       # id(inst) -> generator used instead of its emitter
+        self.reduce_split: dict = {}    # id(reduce) -> (wg, nwg): its chunk (split_reduce)
 
     @property
     def options(self) -> Options:
@@ -130,6 +139,15 @@ class KernelBuilder:
             yield
         finally:
             self.flags = old
+
+    def fenced(self, v):
+        """`v` through llvm.arithmetic.fence when this kernel's results are fenced (a
+        float stored by a kernel that may be inlined: no FP folding across kernels)."""
+        t = getattr(v, "type", None)
+        if not self.fence_outputs or not isinstance(t, (ir.FloatType, ir.DoubleType)):
+            return v
+        name = "llvm.arithmetic.fence." + ("f32" if isinstance(t, ir.FloatType) else "f64")
+        return self.b.call(self.mcx.intrinsic(name, t, [t]), [v])
 
     def alloca_entry(self, ty: ir.Type, name: str = "") -> ir.Value:
         """An alloca in the entry block (so mem2reg promotes it)."""
@@ -147,7 +165,9 @@ class KernelBuilder:
         g = self._gens.get(key)
         if g is not None:
             return g
-        if inst.opcode == "parameter":
+        if id(inst) in self.overrides:
+            g = self.overrides[id(inst)]
+        elif inst.opcode == "parameter":
             g = env[inst.parameter_number]
         else:
             emitter = emitter_of(inst.opdef)

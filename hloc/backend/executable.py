@@ -4,45 +4,85 @@
 loads the code once; `Executable.run(args)` calls it as often as wanted. Argument leaves
 are passed by pointer without copies when already C-contiguous in the parameter's
 physical layout (never written: compiled code writes only its own buffers); results
-are new arrays each call, so a result handed out is never overwritten by a later call.
-The temporary arena is allocated once and reused; a call made while another thread is
-inside the same Executable gets a private arena, so concurrent calls are safe.
+are never overwritten by a later call: a result buffer is reused only once nothing
+outside the Executable refers to it any more (CPython's reference count says so — a
+view or a slice keeps its base alive), so steady-state calls whose caller drops the
+previous result allocate nothing (a fresh 16 MiB array costs its page faults, several
+ms here). `run(args, out=...)` writes into the caller's own arrays instead. The
+temporary arena is allocated once and reused; a call made while another thread is
+inside the same Executable gets a private arena and fresh results, so concurrent calls
+are safe.
 """
 from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 import time
+from dataclasses import astuple
 
 import numpy as np
 
 from ..diagnostics import InputError
+from ..ir.shape import parse_shape
+from ..printer import module_to_text as to_text
 from .buffers import ALIGN
-from .cache import ObjectCache
+from .cache import ObjectCache, pack, unpack
 from .context import Options
-from .jit import lower, native
+from .jit import compile_object, load, lower, module_key
 from .loops import minor_to_major
 from .parallel import MAX_THREADS, NTHREADS
+from .profile import Counters, Site
 
 _ENTRY_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+POOL = 3            # result buffers kept per output leaf
+
+
+def _unused(pool: list, k: int) -> bool:
+    """Whether nothing but `pool` refers to pool[k] (the list's reference + the call's)."""
+    return sys.getrefcount(pool[k]) == 2
 
 
 def _leaf_shapes(shape):
     return [s for s in shape.leaves()]
 
 
-def _physical(arr: np.ndarray, shape) -> np.ndarray:
-    """The array's elements in `shape`'s physical order, C-contiguous (a view if possible)."""
-    perm = tuple(reversed(minor_to_major(shape)))
-    a = arr if perm == tuple(range(arr.ndim)) else arr.transpose(perm)
-    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+def _phys_dims(shape) -> tuple:
+    return tuple(shape.dims[d] for d in reversed(minor_to_major(shape)))
+
+
+def _address(a: np.ndarray) -> int:
+    """The data address of a C-contiguous array (c_char.from_buffer is ~3x faster than
+    .ctypes.data; read-only arrays export no writable buffer)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    except (TypeError, ValueError, BufferError):
+        return a.ctypes.data
+
+
+class _Spec:
+    """What a call needs to know of one array leaf, computed once."""
+    __slots__ = ("shape", "dtype", "dims", "size", "perm", "inv", "phys_dims")
+
+    @staticmethod
+    def of(shape):
+        if not shape.dtype.is_array:
+            return None
+        sp = _Spec()
+        sp.shape, sp.dtype, sp.dims, sp.size = shape, shape.dtype.np, tuple(shape.dims), shape.size
+        perm = tuple(reversed(minor_to_major(shape)))
+        ident = perm == tuple(range(len(perm)))
+        sp.perm = None if ident else perm
+        sp.inv = None if ident else tuple(int(i) for i in np.argsort(perm))
+        sp.phys_dims = _phys_dims(shape)
+        return sp
 
 
 def _flatten(value, shape, out):
     if shape.is_tuple:
         if not isinstance(value, tuple) or len(value) != len(shape.elements):
-            raise InputError("argument does not match a tuple parameter")
+            raise InputError("value does not match a tuple shape")
         for v, s in zip(value, shape.elements):
             _flatten(v, s, out)
     else:
@@ -52,21 +92,74 @@ def _flatten(value, shape, out):
 class Executable:
     """Compile once, call many times."""
 
-    def __init__(self, module, options: Options, cache_dir=None, threads: int | None = None):
+    def __init__(self, module, options: Options, cache_dir=None, threads: int | None = None,
+                 pipeline=None):
+        """`pipeline`: None, or (name, fn) where fn(module) runs HLO passes in place before
+        lowering; on an object-cache hit (keyed on the text before them, and `name`)
+        neither the passes nor LLVM IR generation run."""
         self.module = module
         self.options = options
         t0 = time.perf_counter()
-        self.lowered = lower(module, options)
-        self.code, self.cache_hit, _ = native(self.lowered, options, ObjectCache(cache_dir))
+        cache = ObjectCache(cache_dir)
+        name, prepare = pipeline or ("", None)
+        key = module_key(to_text(module), options, name) if cache.directory is not None else None
+        payload = cache.get(key) if key is not None else None
+        entry = unpack(payload) if payload is not None else None
+        self.lowered = None
+        if entry is None:
+            if prepare is not None:
+                prepare(module)
+            self.lowered = lowered = lower(module, options)
+            obj = compile_object(lowered, options)
+            ent = module.entry
+            meta = {"arena": lowered.arena,
+                    "params": [str(p.shape) for p in sorted(ent.parameters, key=lambda p: p.parameter_number)],
+                    "result": str(ent.root.shape),
+                    "sites": [list(astuple(s)) for s in lowered.sites]}
+            if key is not None:
+                cache.put(key, pack(meta, obj))
+        else:
+            meta, obj = entry
+        self.cache_hit = entry is not None
+        self.code = load(obj, options)
         self.compile_s = time.perf_counter() - t0
+        self.arena_bytes = meta["arena"]
+        self.param_shapes = [parse_shape(t) for t in meta["params"]]
+        self.result_shape = parse_shape(meta["result"])
         self._fn = _ENTRY_T(self.code.address)
         self.threads = self.set_threads(threads)
         self._arena_raw, self._arena = self._new_arena()
         self._busy = threading.Lock()
-        entry = module.entry
-        self.param_shapes = [p.shape for p in sorted(entry.parameters, key=lambda p: p.parameter_number)] \
-            if hasattr(entry, "parameters") else []
-        self.result_shape = entry.root.shape
+        self._out_leaves = _leaf_shapes(self.result_shape)
+        self._out_specs = [_Spec.of(s) for s in self._out_leaves]
+        self._in_specs = [_Spec.of(s) for p in self.param_shapes for s in p.leaves()]
+        self._flat_params = not any(p.is_tuple for p in self.param_shapes)
+        self._pool: list[list] = [[] for _ in self._out_leaves]
+        self._pool_addr: list[list] = [[] for _ in self._out_leaves]
+        self.counters = Counters(self.code.engine, [Site(*s) for s in meta["sites"]]) \
+            if options.profile else None
+
+    @property
+    def splits_kernels(self) -> bool:
+        """Whether some kernel is split over threads (the module has the work-group runtime)."""
+        return bool(self.code.engine.get_global_value_address(NTHREADS))
+
+    def profile(self) -> list[dict]:
+        """Per-kernel totals since compile or the last `reset_profile()` (profiled
+        executables only: `Options(profile=True)`), slowest first."""
+        if self.counters is None:
+            raise ValueError("this executable was compiled without profiling")
+        return self.counters.rows()
+
+    def reset_profile(self) -> None:
+        if self.counters is not None:
+            self.counters.reset()
+
+    @property
+    def memory_bytes(self) -> dict:
+        """Bytes the executable owns: its temporary arena and the pooled result buffers."""
+        pooled = sum(a.nbytes for pool in self._pool for a in pool)
+        return {"arena": int(self.arena_bytes), "result_pool": int(pooled)}
 
     def set_threads(self, threads: int | None) -> int:
         """Threads large kernels are split over (None: the cores this process may use).
@@ -82,66 +175,118 @@ class Executable:
         return threads
 
     def _new_arena(self):
-        raw = np.empty(self.lowered.arena + ALIGN, np.uint8)
+        raw = np.empty(self.arena_bytes + ALIGN, np.uint8)
         base = raw.ctypes.data
         return raw, base + (-base) % ALIGN
 
-    def run(self, args: list):
-        leaves = []
-        for v, s in zip(args, self.param_shapes):
-            _flatten(v, s, leaves)
-        keep, ptrs = [], []
-        for v, s in leaves:
-            if not s.dtype.is_array:
-                ptrs.append(None)
+    def run(self, args: list, out=None):
+        """The results for `args` (one value per ENTRY parameter; tuples for tuple
+        parameters). With `out` (arrays shaped like the results, tuples for tuples),
+        the results are written there and those arrays are returned."""
+        if self._flat_params and len(args) == len(self._in_specs):
+            leaves = args
+        else:
+            flat = []
+            for v, s in zip(args, self.param_shapes):
+                _flatten(v, s, flat)
+            leaves = [v for v, _ in flat]
+        keep = []
+        p_arr = (ctypes.c_void_p * max(len(self._in_specs), 1))()
+        for k, (v, spec) in enumerate(zip(leaves, self._in_specs)):
+            if spec is None:
                 continue
-            a = np.asarray(v)
-            if a.dtype != s.dtype.np or a.shape != tuple(s.dims):
+            a = v if type(v) is np.ndarray else np.asarray(v)
+            if a.dtype != spec.dtype or a.shape != spec.dims:
                 raise InputError(f"argument of type {a.dtype}{list(a.shape)} does not match "
-                                 f"parameter {s}")
-            a = _physical(a, s)
+                                 f"parameter {spec.shape}")
+            if spec.perm is not None:
+                a = a.transpose(spec.perm)
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
             keep.append(a)
-            ptrs.append(a.ctypes.data if a.size else None)
-        out_shapes = _leaf_shapes(self.result_shape)
-        outs, out_ptrs = [], []
-        for s in out_shapes:
-            if not s.dtype.is_array:
-                outs.append(None)
-                out_ptrs.append(None)
-                continue
-            phys = tuple(s.dims[d] for d in reversed(minor_to_major(s)))
-            o = np.empty(phys, s.dtype.np)
-            outs.append(o)
-            out_ptrs.append(o.ctypes.data if o.size else None)
-        p_arr = (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)
-        o_arr = (ctypes.c_void_p * max(len(out_ptrs), 1))(*out_ptrs)
+            if spec.size:
+                p_arr[k] = _address(a)
         if self._busy.acquire(blocking=False):
             try:
+                outs, o_arr = self._outputs(out, pooled=True, args=keep)
                 self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), self._arena)
             finally:
                 self._busy.release()
         else:
+            outs, o_arr = self._outputs(out, pooled=False, args=keep)
             raw, arena = self._new_arena()
             self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), arena)
             del raw
         del keep
         results = []
-        for o, s in zip(outs, out_shapes):
-            if o is None:
+        for o, spec in zip(outs, self._out_specs):
+            if spec is None:
                 from ..interp.core import TOKEN
                 results.append(TOKEN)
-                continue
-            perm = list(reversed(minor_to_major(s)))
-            inv = np.argsort(perm)
-            results.append(o if perm == sorted(perm) else o.transpose(inv))
+            else:
+                results.append(o if spec.inv is None else o.transpose(spec.inv))
         return _unflatten(results, self.result_shape)
+
+    def _outputs(self, out, pooled: bool, args: list):
+        """(arrays, ctypes pointer array): one array per result leaf in its physical
+        order — the caller's (`out`), an unused pooled one, or a new one; None for tokens."""
+        arrays = self._caller_outputs(out, args) if out is not None else None
+        o_arr = (ctypes.c_void_p * max(len(self._out_specs), 1))()
+        if arrays is not None:
+            for k, a in enumerate(arrays):
+                if a is not None and a.size:
+                    o_arr[k] = _address(a)
+            return arrays, o_arr
+        arrays = []
+        for k, spec in enumerate(self._out_specs):
+            if spec is None:
+                arrays.append(None)
+                continue
+            pool = self._pool[k] if pooled else []
+            j = next((j for j in range(len(pool)) if _unused(pool, j)), None)
+            if j is None:
+                a = np.empty(spec.phys_dims, spec.dtype)
+                addr = _address(a) if spec.size else None
+                if pooled and len(pool) < POOL:
+                    pool.append(a)
+                    self._pool_addr[k].append(addr)
+            else:
+                a, addr = pool[j], self._pool_addr[k][j]
+            arrays.append(a)
+            if addr:
+                o_arr[k] = addr
+        return arrays, o_arr
+
+    def _caller_outputs(self, out, args: list) -> list:
+        leaves = []
+        _flatten(out, self.result_shape, leaves)
+        arrays = []
+        for a, s in leaves:
+            if not s.dtype.is_array:
+                arrays.append(None)
+                continue
+            if not isinstance(a, np.ndarray) or a.dtype != s.dtype.np or a.shape != tuple(s.dims):
+                raise InputError(f"out= array does not match result {s}")
+            perm = tuple(reversed(minor_to_major(s)))
+            phys = a if perm == tuple(range(a.ndim)) else a.transpose(perm)
+            if not (phys.flags.c_contiguous and phys.flags.writeable):
+                raise InputError(f"out= array for result {s} must be writeable and contiguous "
+                                 f"in the result's layout")
+            if any(np.may_share_memory(phys, x) for x in args + arrays if x is not None):
+                raise InputError(f"out= array for result {s} overlaps an argument or another result")
+            arrays.append(phys)
+        return arrays
 
 
 def _unflatten(leaves: list, shape):
-    it = iter(leaves)
+    """Leaves back into `shape`'s nesting (no closure cycle: the leaves must be freed as
+    soon as the caller drops them, for the result pool)."""
+    if not shape.is_tuple:
+        return leaves[0]
+    return _build(iter(leaves), shape)
 
-    def build(s):
-        if s.is_tuple:
-            return tuple(build(e) for e in s.elements)
-        return next(it)
-    return build(shape)
+
+def _build(it, shape):
+    if shape.is_tuple:
+        return tuple(_build(it, e) for e in shape.elements)
+    return next(it)

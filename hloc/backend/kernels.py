@@ -13,6 +13,8 @@ from llvmlite import ir
 
 from ..interp.core import unsupported
 from .context import KernelBuilder, ptr_arg
+from .inplace import dus_base, emit_window, same_buffer
+from .parallel import kernel_work
 from .loops import Index, for_range, i64, minor_to_major
 from .registry import ELEMENTAL, KERNEL
 from .registry import emitter as emitter_of
@@ -20,6 +22,10 @@ from .structural import reader
 from .types import I64, PTR, VOID, storage_type, store_elem
 
 KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
+# Kernels moving fewer bytes than this may be inlined into their computation's function:
+# a scan body of scalar ops then becomes straight-line code instead of ~100 calls. Their
+# float results pass llvm.arithmetic.fence, so the bits are those of a call.
+INLINE_WORK = 4096
 
 
 def _array_leaves(shape):
@@ -30,9 +36,14 @@ def emit_kernel(mcx, inst) -> ir.Function:
     """The kernel computing `inst` (a fusion or an op with a generator or kernel emitter)."""
     fn = ir.Function(mcx.module, KERNEL_TYPE, name=mcx.unique(inst.name))
     fn.args[0].name, fn.args[1].name, fn.args[2].name = "args", "wg", "nwg"
-    fn.attributes.add("noinline")
+    inlinable = kernel_work(inst) < INLINE_WORK
+    if not inlinable:
+        fn.attributes.add("noinline")
     fn.attributes.add("nounwind")
     kb = KernelBuilder(mcx, fn)
+    # An inlined kernel's results still round where they are stored, as XLA's fusion
+    # boundaries do: no contraction or reassociation across kernels (xla-cpu numerics).
+    kb.fence_outputs = inlinable and mcx.options.xla
     b = kb.b
     args, wg, nwg = fn.args
     in_leaves = []
@@ -77,6 +88,18 @@ def emit_kernel(mcx, inst) -> ir.Function:
                     cache[k] = (emitter.fn(kb, inst, _readers, index), index)
                 return cache[k][0]
             return g
+    base = dus_base(inst)
+    if base is not None:            # a DUS of its own operand buffer: maybe in place
+        ops = [gen_of(o) for o in root.operands] if inst.opcode == "fusion" else readers
+        with b.if_else(same_buffer(b, outs[0], ptrs[base])) as (inplace, copy):
+            with inplace:
+                kb.cache.clear()
+                emit_window(kb, root, ops, outs[0], out_shapes[0], wg)
+            with copy:
+                kb.cache.clear()
+                _loop(kb, gen_of(root), [(outs[0], out_shapes[0], None)], wg, nwg)
+        b.ret_void()
+        return fn
     if root.opcode == "tuple" and inst.opcode == "fusion":
         for k, el in enumerate(root.operands):
             _loop(kb, gen_of(el), [(outs[k], out_shapes[k], None)], wg, nwg)
@@ -131,6 +154,7 @@ def _store(kb, gen, targets, index):
     v = gen(index)
     for ptr, shape, k in targets:
         val = v[k] if k is not None else v
+        val = kb.fenced(val)
         off = index.offset_in(shape)
         p = b.gep(ptr, [off], source_etype=storage_type(shape.dtype), inbounds=True)
         store_elem(b, shape.dtype, val, p)

@@ -55,12 +55,17 @@ def _inner_work(inst) -> int:
     return 4 * work
 
 
+def kernel_work(inst) -> int:
+    """Bytes read and written by `inst`'s kernel plus 4 per multiply-add inside."""
+    return _bytes(inst.shape) + sum(_bytes(o.shape) for o in inst.operands) + _inner_work(inst)
+
+
 def work_groups(inst) -> int:
     """How many work groups a data-parallel kernel for `inst` is cut into (>= 1)."""
     leaves = [s for s in inst.shape.leaves() if s.dtype.is_array and s.rank]
     if not leaves:
         return 1
-    work = _bytes(inst.shape) + sum(_bytes(o.shape) for o in inst.operands) + _inner_work(inst)
+    work = kernel_work(inst)
     if work < MIN_WORK:
         return 1
     n0 = min(s.dims[minor_to_major(s)[-1]] for s in leaves)

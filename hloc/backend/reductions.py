@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..interp.core import unsupported
 from ..ir.shape import ArrayShape
 from .conversions import convert_value
-from .loops import Index, for_range, minor_to_major
+from .loops import Index, for_range, i64, minor_to_major
 from .registry import emits
 from .types import Cplx, compute_type
 
@@ -83,8 +83,14 @@ def _emit_reduce(kb, inst, ops, index):
     comp = inst.attrs["to_apply"]
     ivs = {}
     stack = []
+    split = kb.reduce_split.get(id(inst))       # chunk wg of nwg (hloc.backend.split_reduce)
     for d in red:
-        cm = for_range(b, 0, shape0.dims[d], name=f"r{d}")
+        lo, hi = 0, shape0.dims[d]
+        if split is not None and d == red[0]:
+            wg, nwg = split
+            lo = b.udiv(b.mul(i64(hi), wg), nwg, name="chunk.lo")
+            hi = b.udiv(b.mul(i64(hi), b.add(wg, i64(1))), nwg, name="chunk.hi")
+        cm = for_range(b, lo, hi, name=f"r{d}")
         ivs[d] = cm.__enter__()
         stack.append(cm)
     multi = [None] * shape0.rank

@@ -1,7 +1,7 @@
 """The runtime table: the only native symbols compiled code may call.
 
 A fixed allowlist (libm functions, memcpy/memset, pthread_create/join for the work-group
-runtime, malloc/free, the gemm and some LAPACK routines of NumPy's bundled OpenBLAS), resolved once with ctypes —
+runtime, clock_gettime for profiled code, malloc/free, the gemm and some LAPACK routines of NumPy's bundled OpenBLAS), resolved once with ctypes —
 the C library, and `numpy.libs/libscipy_openblas64_*.so` found from NumPy's install
 directory — and registered with LLVM before any code is loaded. The library handles
 are kept (`handles()`) by every loaded module, so no code outlives what it calls. Every object file is
@@ -23,7 +23,8 @@ _LIBM_1 = ("exp", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "cbrt", 
            "acos", "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh")
 _LIBM_2 = ("pow", "atan2", "fmod", "hypot", "fma")
 ALLOWED = frozenset({*_LIBM_1, *_LIBM_2, *(f + "f" for f in (*_LIBM_1, *_LIBM_2)),
-                     "memcpy", "memset", "memmove", "malloc", "free", "pthread_create", "pthread_join"})
+                     "memcpy", "memset", "memmove", "malloc", "free", "pthread_create", "pthread_join",
+                     "clock_gettime"})
 BLAS = frozenset({"scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_",
                   "scipy_cblas_cgemm64_", "scipy_cblas_zgemm64_"})
 # Entries of the device runtime (hloc.backend.device_runtime: collectives between device
