@@ -127,8 +127,8 @@ def test_cli_profile_and_memory(tmp_path):
     obj = json.loads(r.stdout)
     assert obj["profile"] and {"name", "seconds", "bytes", "gb_per_s"} <= set(obj["profile"][0])
     assert obj["memory"]["arena"] >= 0 and obj["memory"]["peak_rss"] > 0
-    r = subprocess.run([sys.executable, "-m", "hloc", "run", path, "--profile"],
-                       capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, "-m", "hloc", "run", path, "--backend", "interpreter",
+                        "--profile"], capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "--profile needs --backend cpu" in r.stderr
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from ..interp.devices import Rendezvous
 from ..interp.manual import device_block, gather_blocks
 from .collective_calls import ABORT, SYMBOL, device_table, is_manual_boundary
-from .executable import Executable, _physical
+from .executable import Executable
 from .loops import minor_to_major
 
 __all__ = ["DeviceExecutable", "needs_devices", "run_devices", "native_entries"]
@@ -143,6 +143,12 @@ _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_void_p)(_c
 def native_entries() -> dict[str, int]:
     """The runtime allowlist's device entries: fixed name -> address."""
     return {SYMBOL: ctypes.cast(_CALLBACK, ctypes.c_void_p).value}
+
+
+def _physical(arr: np.ndarray, shape) -> np.ndarray:
+    """The array's elements in `shape`'s physical order (a view)."""
+    perm = tuple(reversed(minor_to_major(shape)))
+    return arr if perm == tuple(range(arr.ndim)) else arr.transpose(perm)
 
 
 class DeviceExecutable(Executable):
