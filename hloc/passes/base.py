@@ -90,6 +90,7 @@ class PassContext:
     check_no_change: bool = False
     disabled: frozenset = frozenset()
     dumper: object = None               # hloc.passes.dump.Dumper or None
+    progress: object = None             # hloc.progress.Progress: names the running pass
     timings: dict = field(default_factory=dict)
     _pipelines: list = field(default_factory=list)
 
@@ -114,7 +115,11 @@ class PassContext:
             from ..printer import module_to_text
             before = module_to_text(module)
         t0 = time.perf_counter()
-        changed = bool(p.run(module, self))
+        if leaf and self.progress is not None and self.progress.enabled:
+            with self.progress.step(f"pass {p.name}"):
+                changed = bool(p.run(module, self))
+        else:
+            changed = bool(p.run(module, self))
         elapsed = time.perf_counter() - t0
         if leaf:
             timing = self.timings.setdefault(p.name, PassTiming(p.name))
