@@ -79,12 +79,9 @@ class InstructionFusion(Pass):
                               if id(o) in index]
                 candidates.sort(key=lambda c: -index[id(inst.operands[c[0]])])
                 todo = None
-            first: dict[int, int] = {}    # operand -> its first position (fusions have
-            for k, o in enumerate(inst.operands):   # hundreds of operands: no list.index)
-                first.setdefault(id(o), k)
             for i, entry in candidates:
-                if i is None:
-                    i = first[id(entry[2])]
+                if i is None:   # a fusion's operands are unique; index() is a C scan
+                    i = inst.operands.index(entry[2])
                 producer = inst.operands[i]
                 if id(producer) not in index or id(producer) in do_not_duplicate or \
                         not rules.fusible(producer):
