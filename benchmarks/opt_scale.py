@@ -132,7 +132,7 @@ def main() -> int:
               f"{r['rss'] / r['check_rss']:>5.2f}", flush=True)
     fam = [r for r in results if r["name"].startswith("transformer_L")]
     pairs = list(zip(fam, fam[1:]))
-    if len(fam) > 2:
+    if len(fam) > 3:   # 24 -> 96 layers, the second pair
         pairs.append((fam[1], fam[-1]))
     for a, b in pairs:
         print(f"growth {a['name']} -> {b['name']}: opt time exponent {exponent(a, b, 'opt'):.2f}, "
