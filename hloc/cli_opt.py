@@ -157,7 +157,7 @@ def opt(module, output, pipeline, passes, list_passes, disable_passes, enable_pa
             with progress.phase("passes", m.name):
                 result = optimize(m, make_pipeline(), verify_each=verify_each,
                                   check_no_change=check_no_change, disabled=disabled,
-                                  dumper=dumper, force=force)
+                                  dumper=dumper, force=force, progress=progress)
             if result.skipped:
                 click.echo(f"hloc opt: {m.name}: {result.skipped}; printed unchanged "
                            f"(--force to optimise anyway)", err=True)

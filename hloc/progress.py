@@ -7,6 +7,8 @@
     for f in files:
         bar.step(f)                      # before each item
     bar.close()
+    with prog.step("fusion"):            # inside a phase: what runs now (long ones
+        ...                              # get a line of their own)
     prog.close()                         # stops the timer; prints nothing more
 
 Nothing is printed until the work has taken THRESHOLD seconds (2 s): then the phases
@@ -100,6 +102,23 @@ class Progress:
             if self.enabled:
                 self._maybe_show()
                 self._emit(f"{label} {secs:.2f} s")
+
+    @contextmanager
+    def step(self, label: str, min_seconds: float = 1.0):
+        """A step inside the current phase (e.g. one pass of `hloc opt`): while it runs it
+        is what a `... ` line names; once output has started, a step that took at least
+        `min_seconds` gets its own `label 1.23 s` line (quick steps stay silent)."""
+        outer = self._current
+        self._current = label
+        t0 = self.clock()
+        try:
+            yield
+        finally:
+            self._current = outer
+            secs = self.clock() - t0
+            if self.enabled and secs >= min_seconds:
+                self._maybe_show()
+                self._emit(f"  {label} {secs:.2f} s")
 
     def note(self, text: str) -> None:
         """A line that belongs with the phase lines (shown under the same rule)."""

@@ -4,11 +4,12 @@ For every `<prog>.before_optimizations.hlo` with inputs (`<prog>.npz`), the modu
 run on the interpreter before and after the default pipeline and the outputs must agree
 (pred and integers exactly, floats per XLA's Near with abs and rel bounds 1e-3, NaN
 matching NaN). The optimised text must parse again and print identically; `hloc opt` of
-it prints it unchanged; and the pipeline's last fixed point ("simplification after layout
-assignment": algsimp, dce, cse), run again on it, finds nothing to do. (The whole
-pipeline, forced to run again, is not idempotent, as XLA's is not: flatten-call-graph
-runs after the single-call-site inliner, so a second run inlines the flattened calls,
-and fusion then fuses further.) UnsupportedError becomes an xfail with its message.
+it prints it unchanged, with `--force` too (the whole pipeline run again is a fixed point:
+fusions already in the module are not fused into); and the pipeline's last fixed point
+("simplification after layout assignment": algsimp, dce, cse), run again on it, finds
+nothing to do. UnsupportedError becomes an xfail with its message. The dumps without
+inputs and XLA's optimized dumps get the `--force` fixed-point check in
+test_opt_fixed_point.py.
 """
 from __future__ import annotations
 
@@ -75,6 +76,9 @@ def test_opt_preserves_values(prog):
                 if not (r := near(e, a, SPEC)).ok]
     assert not failures, "\n".join(failures)
     assert _optimized_text(optimized, "again")[0] == optimized, "opt of opt differs"
+    forced, result = _optimized_text(optimized, "again", force=True)
+    assert forced == optimized, "opt --force of opt differs; changed by: " + \
+        ", ".join(t.name for t in result.timings.values() if t.changes)
     again, result = _optimized_text(optimized, "again", simplification_after_layout_assignment(),
                                     force=True)
     assert not result.changed and again == optimized, \

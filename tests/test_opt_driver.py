@@ -337,3 +337,44 @@ def test_unknown_pass_in_a_pipeline_is_an_error_when_built():
 _PIPELINE_NAMES = {"cpu", "HLO passes through layout assignment", "simplification",
                    "HLO passes after layout assignment",
                    "simplification after layout assignment"}
+
+
+def test_progress_names_the_passes_that_take_long():
+    import io
+
+    from hloc.passes.base import Pass, PassContext, Pipeline
+    from hloc.progress import Progress
+
+    class Clock:
+        t = 0.0
+
+        def __call__(self):
+            return self.t
+
+    clock, out = Clock(), io.StringIO()
+    seen = []
+
+    class Quick(Pass):
+        name = "quick"
+
+        def run(self, module, ctx):
+            seen.append(ctx.progress._current)
+            clock.t += 0.1
+            return False
+
+    class Slow(Pass):
+        name = "slow"
+
+        def run(self, module, ctx):
+            seen.append(ctx.progress._current)
+            clock.t += 3.0
+            return False
+
+    progress = Progress(out, enabled=True, clock=clock, threshold=2.0)
+    module = hloc.parse("HloModule m\nENTRY e { ROOT p = f32[] parameter(0) }\n")
+    with progress.phase("passes", "m"):
+        PassContext(progress=progress).run_pass(Pipeline("p", [Quick(), Slow()]), module)
+    progress.close()
+    assert seen == ["pass quick", "pass slow"]
+    assert out.getvalue() == \
+        "hloc: passes m ...\nhloc:   pass slow 3.00 s\nhloc: passes m 3.10 s\n"

@@ -15,6 +15,8 @@ Usage (from the repository root)::
     python tools/gen_dumps.py --only NAME [NAME..] # regenerate some programs
     python tools/gen_dumps.py --list               # list the programs
     python tools/gen_dumps.py --transformer24 benchmarks/data   # big parse-benchmark input
+    python tools/gen_dumps.py --transformer-layers benchmarks/data/scale [--layers 8 24 48 96]
+                                                   # opt-scaling family (benchmarks/opt_scale.py)
     python tools/check_dumps.py                    # replay every dump through XLA and compare
 
 How it works: every program runs in its own subprocess (``--worker NAME``) with
@@ -1618,7 +1620,14 @@ T24 = dict(layers=24, d_model=512, heads=8, seq=128, batch=4, mlp=2048, vocab=10
            pre_ln=False, dropout=0.1, attn_dropout=True, clip_norm=1.0, weight_decay=0.01)
 
 
-def _transformer24_worker(result_path: str):
+# The scaling family (issue 13): one and the same training step at several layer counts, small
+# dims and no dropout so that the before-optimizations text grows linearly in the layer count.
+SCALE = dict(d_model=64, heads=4, seq=16, batch=2, mlp=256, vocab=128, optimizer="sgd",
+             pre_ln=False, dropout=0.0, attn_dropout=False, clip_norm=0.0, weight_decay=0.01)
+SCALE_LAYERS = (8, 24, 48, 96)
+
+
+def _transformer24_worker(result_path: str, name: str = "transformer24", cfg: dict | None = None):
     """24-layer BERT-style (post-LN) transformer LM training step: token+position embeddings
     with dropout; per layer MHA (q/k/v/o with biases, causal+padding mask, softmax, attention
     dropout threefry RNG) -> residual dropout -> LN -> MLP (gelu) -> dropout -> LN; final LN,
@@ -1629,7 +1638,7 @@ def _transformer24_worker(result_path: str):
     import jax
     import jax.numpy as jnp
     _canonical_paths(jax)
-    cfg = T24
+    cfg = T24 if cfg is None else cfg
     L, D, H, F, V = cfg["layers"], cfg["d_model"], cfg["heads"], cfg["mlp"], cfg["vocab"]
     B, S = cfg["batch"], cfg["seq"]
     rate = cfg["dropout"]
@@ -1681,7 +1690,10 @@ def _transformer24_worker(result_path: str):
     def transformer24_train_step(p, m, v, step, key, tok, pad, tgt):
         loss, g = jax.value_and_grad(loss_fn)(p, key, tok, pad, tgt)
         gnorm = jnp.sqrt(sum(jnp.sum(jnp.square(x)) for x in jax.tree.leaves(g)))
-        g = jax.tree.map(lambda x: x * jnp.minimum(1.0, cfg["clip_norm"] / (gnorm + 1e-6)), g)
+        if cfg["clip_norm"]:
+            g = jax.tree.map(lambda x: x * jnp.minimum(1.0, cfg["clip_norm"] / (gnorm + 1e-6)), g)
+        if cfg.get("optimizer") == "sgd":
+            return loss, gnorm, jax.tree.map(lambda p, g: p - 1e-3 * g, p, g), m, v, step + 1
         b1, b2, lr, eps, wd = 0.9, 0.999, 1e-3, 1e-8, cfg["weight_decay"]
         t = step + 1
         m = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, m, g)
@@ -1701,27 +1713,59 @@ def _transformer24_worker(result_path: str):
     args = (sds, sds, sds, jax.ShapeDtypeStruct((), jnp.int32), jax.ShapeDtypeStruct((2,), jnp.uint32),
             jax.ShapeDtypeStruct((B, S), jnp.int32), jax.ShapeDtypeStruct((B, S), jnp.float32),
             jax.ShapeDtypeStruct((B, S), jnp.int32))
+    # The module is named after the function: jit_<name>_train_step.
+    transformer24_train_step.__name__ = transformer24_train_step.__qualname__ = f"{name}_train_step"
     # Compile only (no execution): lowering + XLA compile write both dumps.
     jax.jit(transformer24_train_step).lower(*args).compile()
     Path(result_path).write_text("ok")
 
 
-def transformer24(out_dir: Path):
+def _before_only(cmd, env, dump_dir: Path, rx):
+    """Run the worker until XLA has written the before-optimizations dump, then stop it: the
+    scaling family needs only that text, and XLA:CPU's own compile of the 96-layer step takes
+    many minutes.  With a per-pass dump regex, the first pass dump after the before-optimizations
+    file proves that file complete."""
+    import time
+    env = dict(env, XLA_FLAGS=env["XLA_FLAGS"] + " --xla_dump_hlo_pass_re=.*")
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env)
+    try:
+        while proc.poll() is None:
+            names = [f.name for f in dump_dir.iterdir()] if dump_dir.exists() else []
+            if any(rx.match(n) for n in names) and any(".after_" in n for n in names):
+                break
+            time.sleep(0.2)
+        else:
+            assert proc.returncode == 0, proc.returncode
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def transformer24(out_dir: Path, layers: int | None = None):
+    """Write transformer24.{before,after}_optimizations.hlo.gz, or with ``layers`` the scaling
+    family's transformer_L<layers>.{...}.hlo.gz (same program at every layer count)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    name = "transformer24" if layers is None else f"transformer_L{layers}"
     with tempfile.TemporaryDirectory(prefix="hlodump_t24_") as tmp:
         dump_dir = Path(tmp) / "dump"
-        env = _env_for({"name": "transformer24", "kind": "jax"}, dump_dir)
+        env = _env_for({"name": name, "kind": "jax"}, dump_dir)
         env["XLA_FLAGS"] = f"--xla_dump_to={dump_dir}"  # real-world default: large constants elided
         cmd = [sys.executable, SCRIPT_REL, "--transformer24-worker", str(Path(tmp) / "r")]
-        subprocess.run(cmd, cwd=REPO, env=env, check=True)
-        rx = re.compile(r"^module_(\d+)\.jit_transformer24_train_step\.before_optimizations\.txt$")
+        rx = re.compile(rf"^module_(\d+)\.jit_{name}_train_step\.before_optimizations\.txt$")
+        kinds = (("before_optimizations", "before_optimizations"),
+                 ("cpu_after_optimizations", "after_optimizations"))
+        if layers is None:
+            subprocess.run(cmd, cwd=REPO, env=env, check=True)
+        else:
+            _before_only(cmd + ["--scale-layers", str(layers)], env, dump_dir, rx)
+            kinds = kinds[:1]
         found = [m for m in (rx.match(f.name) for f in dump_dir.iterdir()) if m]
         assert len(found) == 1, found
-        stem = f"module_{found[0].group(1)}.jit_transformer24_train_step"
-        for src, dst in (("before_optimizations", "before_optimizations"),
-                         ("cpu_after_optimizations", "after_optimizations")):
+        stem = f"module_{found[0].group(1)}.jit_{name}_train_step"
+        for src, dst in kinds:
             data = (dump_dir / f"{stem}.{src}.txt").read_bytes()
-            gz = out_dir / f"transformer24.{dst}.hlo.gz"
+            gz = out_dir / f"{name}.{dst}.hlo.gz"
             with open(gz, "wb") as fh:
                 with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0, compresslevel=9) as g:
                     g.write(data)
@@ -1739,12 +1783,21 @@ def main(argv=None):
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     ap.add_argument("--transformer24-worker", help=argparse.SUPPRESS)
+    ap.add_argument("--transformer-layers", type=Path, metavar="OUT_DIR",
+                    help="write the opt-scaling family transformer_L{8,24,48,96} (issue 13)")
+    ap.add_argument("--layers", type=int, nargs="+", default=list(SCALE_LAYERS),
+                    help="layer counts for --transformer-layers")
+    ap.add_argument("--scale-layers", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
         _worker(a.worker, a.result)
         return 0
     if a.transformer24_worker:
-        _transformer24_worker(a.transformer24_worker)
+        if a.scale_layers:
+            _transformer24_worker(a.transformer24_worker, f"transformer_L{a.scale_layers}",
+                                  dict(SCALE, layers=a.scale_layers))
+        else:
+            _transformer24_worker(a.transformer24_worker)
         return 0
     if a.readme:
         write_readme(a.out.resolve())
@@ -1755,6 +1808,10 @@ def main(argv=None):
         return 0
     if a.transformer24:
         transformer24(a.transformer24.resolve())
+        return 0
+    if a.transformer_layers:
+        for n in a.layers:
+            transformer24(a.transformer_layers.resolve(), n)
         return 0
     names = a.only or list(PROGRAMS)
     unknown = [n for n in names if n not in PROGRAMS]

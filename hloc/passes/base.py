@@ -80,6 +80,7 @@ class FixedPoint(Pass):
 class PassTiming:
     name: str
     seconds: float = 0.0
+    cpu_seconds: float = 0.0            # process CPU time (benchmarks on a loaded machine)
     runs: int = 0
     changes: int = 0
 
@@ -90,6 +91,7 @@ class PassContext:
     check_no_change: bool = False
     disabled: frozenset = frozenset()
     dumper: object = None               # hloc.passes.dump.Dumper or None
+    progress: object = None             # hloc.progress.Progress: names the running pass
     timings: dict = field(default_factory=dict)
     _pipelines: list = field(default_factory=list)
 
@@ -113,12 +115,17 @@ class PassContext:
         if self.check_no_change and leaf:
             from ..printer import module_to_text
             before = module_to_text(module)
-        t0 = time.perf_counter()
-        changed = bool(p.run(module, self))
+        t0, c0 = time.perf_counter(), time.process_time()
+        if leaf and self.progress is not None and self.progress.enabled:
+            with self.progress.step(f"pass {p.name}"):
+                changed = bool(p.run(module, self))
+        else:
+            changed = bool(p.run(module, self))
         elapsed = time.perf_counter() - t0
         if leaf:
             timing = self.timings.setdefault(p.name, PassTiming(p.name))
             timing.seconds += elapsed
+            timing.cpu_seconds += time.process_time() - c0
             timing.runs += 1
             timing.changes += changed
         if not changed and before is not None:

@@ -39,8 +39,9 @@ def already_optimized(module: Module) -> str | None:
 
 def optimize(module: Module, pipeline: Pass | None, *, verify_each: bool = True,
              check_no_change: bool = False, disabled=(), dumper=None,
-             force: bool = False) -> OptResult:
-    """Run `pipeline` (None: no passes) on `module` in place."""
+             force: bool = False, progress=None) -> OptResult:
+    """Run `pipeline` (None: no passes) on `module` in place; `progress`
+    (hloc.progress.Progress) is told which pass runs."""
     result = OptResult()
     if dumper is not None:
         dumper.before_optimizations(module)
@@ -54,7 +55,7 @@ def optimize(module: Module, pipeline: Pass | None, *, verify_each: bool = True,
             from ..verifier import verify
             verify(module)
         ctx = PassContext(verify_each=verify_each, check_no_change=check_no_change,
-                          disabled=frozenset(disabled), dumper=dumper)
+                          disabled=frozenset(disabled), dumper=dumper, progress=progress)
         before = snapshot(module)
         result.changed = ctx.run_pass(pipeline, module)
         result.timings = ctx.timings

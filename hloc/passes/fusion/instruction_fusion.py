@@ -12,7 +12,9 @@ decisions.py. Fusions print as XLA's do: `<producer>_<consumer>_fusion`,
 `kind=kLoop` (or `kOutput` for a matrix-vector dot fused into an add), calls
 `%fused_computation.N` with parameters `param_<i>` renamed as XLA renumbers them,
 computations and instructions of unscheduled modules in XLA's post order. XLA:CPU has
-no multi-output (sibling) fusion in its pipeline, so none is done here. The mechanics
+no multi-output (sibling) fusion in its pipeline, so none is done here. Fusions already in
+the module when the pass starts (kCustom ones; all of them in an optimized module run with
+`--force`) are not fused into, so that `hloc opt` of its own output is a fixed point. The mechanics
 of building fusions (build.py) are shared with the `fusion-wrapper` pass.
 """
 from __future__ import annotations
@@ -46,8 +48,9 @@ class InstructionFusion(Pass):
         return changed
 
     def _run_on(self, comp: Computation, order: StorageOrder) -> bool:
-        skip = {id(i) for i in comp.instructions
-                if i.opcode == "fusion" and i.attrs.get("kind") == "kCustom"}
+        # Fusions there before the pass (custom ones, or an optimized module's under
+        # --force) are final: fusing into them again would make opt of opt differ.
+        skip = {id(i) for i in comp.instructions if i.opcode == "fusion"}
         rules = CpuFusionRules(skip)
         post = post_order(comp)
         do_not_duplicate = rules.globally_unfusible(post, Reachability(post))
@@ -76,12 +79,9 @@ class InstructionFusion(Pass):
                               if id(o) in index]
                 candidates.sort(key=lambda c: -index[id(inst.operands[c[0]])])
                 todo = None
-            first: dict[int, int] = {}    # operand -> its first position (fusions have
-            for k, o in enumerate(inst.operands):   # hundreds of operands: no list.index)
-                first.setdefault(id(o), k)
             for i, entry in candidates:
-                if i is None:
-                    i = first[id(entry[2])]
+                if i is None:   # a fusion's operands are unique; index() is a C scan
+                    i = inst.operands.index(entry[2])
                 producer = inst.operands[i]
                 if id(producer) not in index or id(producer) in do_not_duplicate or \
                         not rules.fusible(producer):

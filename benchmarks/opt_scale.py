@@ -1,0 +1,147 @@
+"""How `hloc opt` scales with the module: time, peak memory, growth exponent, top passes.
+
+    python benchmarks/opt_scale.py [FILE.hlo[.gz] ...] [--no-verify-each] [--top 5]
+
+Default inputs: the scaling family benchmarks/data/scale/transformer_L{8,24,48,96}
+.before_optimizations.hlo.gz (one JAX transformer training step at four layer counts; the
+8- and 24-layer dumps are checked in, the 48- and 96-layer ones are not (0.3 and 0.6 MB):
+write them with `/work/venv-jax/bin/python tools/gen_dumps.py --transformer-layers
+benchmarks/data/scale` (a few seconds each; missing ones are skipped with a note) and the
+28k-line benchmarks/data/transformer24.before_optimizations.hlo.gz (a different program).
+
+Per file, one subprocess does what `hloc opt` does (parse, verify, the default pipeline with
+verification after every changing pass unless --no-verify-each) and reports CPU seconds of
+each step and of each pass, the printed output's line count and its peak RSS; another runs
+`hloc check` for its peak RSS. Printed: input and output lines, parse+verify and opt CPU
+seconds, opt/(parse+verify), peak RSS of opt and of check and their ratio; then the growth
+exponents of the opt time between family members, log(t2/t1)/log(n2/n1) with n the input
+lines, next to that of the output size (opt's work follows its output: the fusions it
+builds); then the five most expensive passes of each file (CPU seconds / runs).
+Goals (issue 13): exponent <= 1.15 (8->24, 24->96 layers), opt <= 10x parse+verify,
+peak RSS <= 3x check. CPU seconds make other load on the machine matter less, not zero.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SCALE_DIR = HERE / "data" / "scale"
+FAMILY = [SCALE_DIR / f"transformer_L{n}.before_optimizations.hlo.gz" for n in (8, 24, 48, 96)]
+OTHER = HERE / "data" / "transformer24.before_optimizations.hlo.gz"
+
+
+def read(path: Path) -> str:
+    data = path.read_bytes()
+    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode()
+
+
+def worker(path: str, verify_each: bool) -> None:
+    """Parse, verify, optimise one file in this process; print one JSON line."""
+    sys.path.insert(0, str(REPO))
+    import hloc
+    from hloc.passes.driver import optimize
+    from hloc.passes.pipelines import default_pipeline
+    from hloc.printer import module_to_text
+    from hloc.verifier import verify
+
+    text = read(Path(path))
+    c = time.process_time()
+    module = hloc.parse(text, path)
+    parse = time.process_time() - c
+    c = time.process_time()
+    verify(module)
+    ver = time.process_time() - c
+    c = time.process_time()
+    result = optimize(module, default_pipeline(), verify_each=verify_each)
+    opt = time.process_time() - c
+    out = module_to_text(module)
+    passes = sorted(((t.name, getattr(t, "cpu_seconds", t.seconds), t.runs) for t in result.timings.values()),
+                    key=lambda r: -r[1])
+    print(json.dumps(dict(lines=text.count("\n"), out_lines=out.count("\n"), parse=parse,
+                          verify=ver, opt=opt, passes=passes,
+                          rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+
+
+def check_rss(text: str) -> float:
+    with tempfile.TemporaryDirectory(prefix="opt_scale_") as tmp:
+        src = Path(tmp) / "in.hlo"
+        src.write_text(text)
+        p = subprocess.Popen([sys.executable, "-m", "hloc", "check", str(src)], cwd=REPO,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"hloc check {src}: failed")
+        return ru.ru_maxrss / 1024
+
+
+def measure(path: Path, verify_each: bool) -> dict:
+    cmd = [sys.executable, __file__, "--worker", str(path)]
+    if not verify_each:
+        cmd.append("--no-verify-each")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{path}: {p.stderr.strip()}")
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r["name"] = path.name.split(".")[0]
+    r["check_rss"] = check_rss(read(path))
+    return r
+
+
+def exponent(a: dict, b: dict, key: str) -> float:
+    return math.log(b[key] / a[key]) / math.log(b["lines"] / a["lines"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("--no-verify-each", action="store_true",
+                    help="no verification after each changing pass (hloc opt --no-verify-each)")
+    ap.add_argument("--top", type=int, default=5)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.worker, not args.no_verify_each)
+        return 0
+    files = args.files or [f for f in FAMILY + [OTHER] if f.exists()]
+    if not args.files:
+        for f in FAMILY:
+            if not f.exists():
+                print(f"(missing {f.relative_to(REPO)}: `tools/gen_dumps.py "
+                      f"--transformer-layers benchmarks/data/scale` writes it)")
+    results = []
+    print(f"{'dump':<16} {'lines':>6} {'out':>7} {'p+v s':>6} {'opt s':>7} {'opt/pv':>6} "
+          f"{'opt MB':>7} {'chk MB':>6} {'mem x':>5}")
+    for f in files:
+        r = measure(f, not args.no_verify_each)
+        results.append(r)
+        pv = r["parse"] + r["verify"]
+        print(f"{r['name']:<16} {r['lines']:>6} {r['out_lines']:>7} {pv:>6.2f} {r['opt']:>7.2f} "
+              f"{r['opt'] / pv:>6.1f} {r['rss']:>7.0f} {r['check_rss']:>6.0f} "
+              f"{r['rss'] / r['check_rss']:>5.2f}", flush=True)
+    fam = [r for r in results if r["name"].startswith("transformer_L")]
+    pairs = list(zip(fam, fam[1:]))
+    if len(fam) > 3:   # 24 -> 96 layers, the issue's second pair
+        pairs.append((fam[1], fam[-1]))
+    for a, b in pairs:
+        print(f"growth {a['name']} -> {b['name']}: opt time exponent {exponent(a, b, 'opt'):.2f}, "
+              f"output size exponent {exponent(a, b, 'out_lines'):.2f}")
+    for r in results:
+        top = ", ".join(f"{n} {s:.2f}/{k}" for n, s, k in r["passes"][:args.top])
+        print(f"top passes {r['name']}: {top}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
