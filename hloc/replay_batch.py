@@ -85,20 +85,31 @@ class FileResult:
         return STATUS_CODES[self.status]
 
 
-def replay_file(path: str, config, inputs_spec=None) -> FileResult:
+def load_for_replay(path: str, input_format: str | None = None):
+    """(module, arguments or None) of a file: HLO text, or XLA's protos (`.pb` /
+    `.pbtxt`, or `input_format` pb / pbtxt); an HloSnapshot brings its arguments, which
+    run_hlo_module replays with instead of fake ones."""
+    from .proto.reader import proto_format, read_proto
+    from .syntax import parse_modules, read_text
+    fmt = input_format if input_format in ("pb", "pbtxt") else \
+        None if input_format else proto_format(path)
+    if fmt:
+        got = read_proto(path, fmt)
+        return got.module, got.arguments
+    modules = parse_modules(read_text(path), path)
+    if len(modules) != 1:
+        raise InputError(f"{path}: holds {len(modules)} modules; replay takes one per file")
+    return modules[0], None
+
+
+def replay_file(path: str, config, inputs_spec=None, input_format=None) -> FileResult:
     """Load, verify and replay one file; its console text is kept, not printed."""
     from .replay import replay_module
-    from .syntax import parse_modules, read_text
     from .verifier import verify
     out, err = io.StringIO(), io.StringIO()
     try:
-        text = read_text(path)
-        modules = parse_modules(text, path)
-        if len(modules) != 1:
-            raise InputError(f"{path}: holds {len(modules)} modules; replay takes one per file")
-        module = modules[0]
+        module, inputs = load_for_replay(path, input_format)
         verify(module)
-        inputs = None
         if inputs_spec is not None:
             from .inputs import bind_arguments, read_inputs
             inputs = bind_arguments(module, read_inputs(*inputs_spec))
@@ -121,14 +132,15 @@ def replay_file(path: str, config, inputs_spec=None) -> FileResult:
 
 
 def _worker(job):
-    path, config, inputs_spec = job
-    r = replay_file(path, config, inputs_spec)
+    path, config, inputs_spec, input_format = job
+    r = replay_file(path, config, inputs_spec, input_format)
     if r.outcome is not None:      # values stay in the worker: the table needs figures
         r.outcome.arguments, r.outcome.test_values, r.outcome.reference_values = [], [], []
     return r
 
 
-def replay_files(files: list[str], config, *, jobs: int = 1, inputs_spec=None, progress=None):
+def replay_files(files: list[str], config, *, jobs: int = 1, inputs_spec=None, progress=None,
+                 input_format=None):
     """FileResults in the order of `files`; `progress` gets a bar over the files."""
     from .progress import NULL
     progress = progress or NULL
@@ -137,7 +149,7 @@ def replay_files(files: list[str], config, *, jobs: int = 1, inputs_spec=None, p
         if jobs <= 1 or len(files) <= 1:
             for f in files:
                 bar.step(os.path.basename(f))
-                yield _worker((f, config, inputs_spec))
+                yield _worker((f, config, inputs_spec, input_format))
             return
         import concurrent.futures as cf
         import multiprocessing
@@ -145,7 +157,8 @@ def replay_files(files: list[str], config, *, jobs: int = 1, inputs_spec=None, p
         ctx = multiprocessing.get_context(
             "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
         with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            futures = [pool.submit(_worker, (f, config, inputs_spec)) for f in files]
+            futures = [pool.submit(_worker, (f, config, inputs_spec, input_format))
+                       for f in files]
             for f, fut in zip(files, futures):
                 result = fut.result()
                 bar.step(os.path.basename(f))

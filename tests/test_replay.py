@@ -199,7 +199,9 @@ def test_replay_inputs_and_output_literals(tmp_path):
 
 def test_replay_refusals():
     code, _, err = _invoke(["replay", "--input_format=pb", DENSE])
-    assert code == 2 and "HLO text only" in err
+    assert code == 2 and "not an HloSnapshot, HloProto or HloModuleProto" in err
+    code, _, err = _invoke(["replay", "--input_format=mhlo", DENSE])
+    assert code == 2 and "--input-format" in err
     code, _, err = _invoke(["replay", "--platform=tpu", DENSE])
     assert code == 2 and "--platform" in err
     code, _, err = _invoke(["replay", "--input_literals_file=x.pb", DENSE])
