@@ -43,6 +43,7 @@ class CpuBackend:
         self.opt = opt
         self.cache_dir = cache_dir      # None: no on-disk cache (the library default)
         self.cache_hit = False
+        self.opt_level = 3              # LLVM's (0: a tenth of the compile time)
 
     def load(self) -> None:
         from . import backend  # noqa: F401  (registers every generator)
@@ -51,7 +52,7 @@ class CpuBackend:
         from .backend import compile_module
         prepare_for_cpu(module, self.opt)
         exe = compile_module(module, numerics=self.numerics, cache_dir=self.cache_dir,
-                             threads=self.threads)
+                             threads=self.threads, opt_level=self.opt_level)
         self.cache_hit = exe.cache_hit
         self.used_threads = exe.threads
         return exe

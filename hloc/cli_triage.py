@@ -78,7 +78,8 @@ def bisect_command(file, platform, numerics, inputs, abs_error_bound, rel_error_
         click.echo(f"\nsmallest module the pass breaks on its own (before {result.pass_name}):\n"
                    f"{small_before}\nafter {result.pass_name}:\n{small_after}", nl=False)
     elif result.kind == "instruction":
-        click.echo(f"isolated module of %{result.instruction}:\n{result.after}", nl=False)
+        inner = f" > %{' > %'.join(result.inner)}" if result.inner else ""
+        click.echo(f"isolated module of %{result.instruction}{inner}:\n{result.after}", nl=False)
     raise SystemExit(0 if result.kind == "none" else 1)
 
 

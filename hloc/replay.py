@@ -108,10 +108,11 @@ def reference_skip_reason(module) -> str | None:
     return None
 
 
-def run_side(module, args: list, backend: str, seed: int):
-    """(value, compile+run seconds, run seconds) of `module` on `backend`."""
+def run_side(module, args: list, backend, seed: int):
+    """(value, compile+run seconds, run seconds) of `module` on `backend` (a name in
+    hloc.runner.BACKENDS, or a back-end object)."""
     from .runner import get_backend, run_module
-    impl = _as_given(get_backend(backend))
+    impl = _as_given(get_backend(backend) if isinstance(backend, str) else backend)
     t0 = time.perf_counter()
     result = _run_prepared(impl, module, args, seed) if impl is not None else \
         run_module(module, args, backend=backend, seed=seed)

@@ -139,6 +139,24 @@ def _worker(job):
     return r
 
 
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _share_cores(jobs: int) -> None:
+    """Worker start: the compiled back end's kernels get this worker's share of the
+    cores (not every core in each of `jobs` workers, which then contend)."""
+    from .runner import BACKENDS
+    cpu = BACKENDS.get("cpu")
+    if cpu is not None and getattr(cpu, "threads", 0) is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+        cpu.threads = max(1, cores // jobs)
+
+
 def replay_files(files: list[str], config, *, jobs: int = 1, inputs_spec=None, progress=None,
                  input_format=None):
     """FileResults in the order of `files`; `progress` gets a bar over the files."""
@@ -156,11 +174,15 @@ def replay_files(files: list[str], config, *, jobs: int = 1, inputs_spec=None, p
         # fork where there is one: workers start without importing hloc again
         ctx = multiprocessing.get_context(
             "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            futures = [pool.submit(_worker, (f, config, inputs_spec, input_format))
-                       for f in files]
-            for f, fut in zip(files, futures):
-                result = fut.result()
+        # Largest files first, so that no long file starts last while the other workers
+        # idle; results still come in the order of `files`.
+        order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                                    initializer=_share_cores, initargs=(jobs,)) as pool:
+            futures = {i: pool.submit(_worker, (files[i], config, inputs_spec, input_format))
+                       for i in order}
+            for i, f in enumerate(files):
+                result = futures[i].result()
                 bar.step(os.path.basename(f))
                 yield result
     finally:

@@ -512,7 +512,8 @@ ENTRY e {
 @pytest.mark.skipif("cpu" not in BACKENDS, reason="no compiled back end")
 def test_broken_emitter_found_and_reduced_on_the_compiled_back_end(broken_log_emitter):
     """A log-softmax on the compiled back end with its `log` emitter broken: replay
-    mismatches, bisect names the (fused) instruction holding the log, reduce keeps it."""
+    mismatches, bisect names the (fused) instruction holding the log and the log inside it,
+    reduce keeps it."""
     from hloc.bisect import bisect
     from hloc.reduce import mismatch_predicate, reduce_module
     m = hloc.parse(LOG_SOFTMAX)
@@ -520,6 +521,10 @@ def test_broken_emitter_found_and_reduced_on_the_compiled_back_end(broken_log_em
     assert not replay_module(m, config).ok
     b = bisect(m, hloc.fake_arguments(m), test_backend="cpu")
     assert b.kind == "instruction" and " log(" in b.after, b.summary
+    # Inside the fusion holding it, the log itself is named, isolated on its own.
+    inner = hloc.parse(b.after)
+    assert b.inner and [i.opcode for i in inner.entry.instructions] == ["parameter", "log"], \
+        b.summary
     r = reduce_module(LOG_SOFTMAX, mismatch_predicate(config))
     assert r.instructions < _count(LOG_SOFTMAX) and " log(" in r.text, r.text
     assert not replay_module(hloc.parse(r.text), config).ok
