@@ -193,14 +193,14 @@ def replay(files, platform, numerics, reference_platform, run_test_hlo_passes, r
     raise SystemExit(max(r.code for r in results))
 
 
-def _load(path, progress, input_format):
+def _load(path, progress, input_format, command="replay"):
     """(verified module, a snapshot's arguments or None)."""
     from .cli_common import resolve, with_hint
     from .diagnostics import HlocError
     from .proto.reader import proto_format
     from .replay_batch import load_for_replay
     from .verifier import verify
-    path = resolve(path, "replay")
+    path = resolve(path, command)
     with progress.phase("parse", os.path.basename(path)):
         try:
             module, arguments = load_for_replay(path, input_format)
@@ -276,12 +276,6 @@ def write_literals(path, module, outcome) -> None:
     save_npz(path, arrays)     # (raises InputError itself when the file cannot be written)
 
 
-def load_one(path, command, progress):
-    from .cli_common import load_modules
-    from .verifier import verify
-    _, modules = load_modules(path, command=command, progress=progress)
-    if len(modules) != 1:
-        raise InputError(f"{path}: holds {len(modules)} modules; `hloc {command}` takes one")
-    with progress.phase("verify"):
-        verify(modules[0])
-    return modules[0]
+def load_with_arguments(path, command, progress):
+    """One module (verified) and, for an HloSnapshot, its recorded arguments (else None)."""
+    return _load(path, progress, None, command)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 
 from .cli_replay import (NUMERICS, backend_for_platform, configure_platforms,
-                         default_test_platform, load_one)
+                         default_test_platform, load_with_arguments)
 
 
 @click.command("bisect")
@@ -50,8 +50,10 @@ def bisect_command(file, platform, numerics, inputs, abs_error_bound, rel_error_
     spec = ErrorSpec(abs_error_bound, rel_error_bound)
     progress = cli_progress()
     try:
-        module = load_one(file, "bisect", progress)
-        if inputs:
+        module, recorded = load_with_arguments(file, "bisect", progress)
+        if recorded is not None and not inputs:       # an HloSnapshot's arguments
+            args = recorded
+        elif inputs:
             from .inputs import bind_arguments, read_inputs
             args = bind_arguments(module, read_inputs(inputs))
         else:
@@ -136,16 +138,16 @@ def reduce_command(file, command, mismatch, fails_with, platform, numerics, abs_
         predicate = mismatch_predicate(config)
     progress = cli_progress()
     try:
-        module = load_one(file, "reduce", progress)
+        module, recorded = load_with_arguments(file, "reduce", progress)
         from .replay import is_after_optimizations
         if is_after_optimizations(module, file):     # candidates lose the file name
             config.run_test_passes = False
-        args = None
+        args = recorded                 # an HloSnapshot's arguments, else None
         if inputs:
             from .inputs import bind_arguments, read_inputs
             args = bind_arguments(module, read_inputs(inputs))
-        elif output_inputs:
-            raise click.UsageError("--output-inputs needs --inputs")
+        elif output_inputs and args is None:
+            raise click.UsageError("--output-inputs needs --inputs (or an HloSnapshot)")
         result = reduce_module(module_to_text(module), predicate, inputs=args,
                                progress=progress)
     finally:

@@ -154,6 +154,9 @@ def test_pbtxt_and_input_format(tmp_path):
     assert len(err.strip().splitlines()) == 1
     code, out, err = _invoke(["run", "--backend=interpreter", pb])      # every command reads .pb
     assert code == 0, err
+    snap = os.path.join(PROTO, "cond_pred_input.hlo_snapshot.pb")      # with its arguments
+    code, out, err = _invoke(["bisect", "--platform=interpreter", snap])
+    assert code == 0 and "nothing to bisect" in out, out + err
 
 
 def test_malformed_protos_are_one_line_errors(tmp_path):
