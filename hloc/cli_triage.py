@@ -104,10 +104,14 @@ def bisect_command(file, platform, numerics, inputs, abs_error_bound, rel_error_
                    "then carry the values the original computed there.")
 @click.option("--output-inputs", type=click.Path(dir_okay=False), metavar="FILE",
               help="With --inputs: write the reduced module's arguments (in0, ...) here.")
+@click.option("--constants", is_flag=True,
+              help="With arguments (--inputs, an HloSnapshot's): the reduced module's "
+                   "parameters become constants of their values when it still holds, so "
+                   "the reproducer needs no input file.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the reduced module here (default: stdout).")
 def reduce_command(file, command, mismatch, fails_with, platform, numerics, abs_error_bound,
-                   rel_error_bound, inputs, output_inputs, output):
+                   rel_error_bound, inputs, output_inputs, constants, output):
     """Shrink FILE while a predicate holds and print the smallest module found.
 
     \b
@@ -149,6 +153,7 @@ def reduce_command(file, command, mismatch, fails_with, platform, numerics, abs_
         elif output_inputs and args is None:
             raise click.UsageError("--output-inputs needs --inputs (or an HloSnapshot)")
         result = reduce_module(module_to_text(module), predicate, inputs=args,
+                               constants=constants,
                                progress=progress)
     finally:
         progress.close()

@@ -422,10 +422,35 @@ def _forward_operand(module, name: str) -> bool:
     return False
 
 
+def with_constants(text: str, args: list, *, max_elements: int = 4096) -> str | None:
+    """`text` with each ENTRY parameter replaced by a constant holding its argument, so
+    the module needs no input file; None when the arguments are too big to print."""
+    import re
+
+    from .syntax.literal_printer import format_constant
+    module = _parse(text)
+    params = module.entry.parameters
+    if not params or sum(int(np.size(a)) for a in args) > max_elements or \
+            not all(_array_shape(p.shape) for p in params):
+        return None
+    lines = text.splitlines()
+    for p, a in zip(params, args):
+        pat = re.compile(rf"^(\s*(?:ROOT )?%?{re.escape(p.name)} = \S+ )parameter\(\d+\)")
+        lit = format_constant(p.shape, np.asarray(a, dtype=p.shape.dtype.np), print_large=True)
+        lines = [pat.sub(lambda m: f"{m.group(1)}constant({lit})", ln) for ln in lines]
+    out = re.sub(r"^(ENTRY %?[\w.\-]+) \([^\n]*\) -> [^\n]* \{$", r"\1 {", "\n".join(lines),
+                 flags=re.M)
+    candidate = _parse(out)
+    _clean(candidate)
+    return _valid(candidate)
+
+
 def reduce_module(text: str, predicate: Callable, *, inputs: list | None = None,
-                  progress=None, max_rounds: int = 8) -> ReduceResult:
+                  progress=None, max_rounds: int = 8, constants: bool = False) -> ReduceResult:
     """The smallest module found for which `predicate(text, arguments)` holds (starting
-    from `text` with `inputs`, for which it must hold)."""
+    from `text` with `inputs`, for which it must hold). With `constants` and `inputs`,
+    the result's parameters then become constants of their values when the predicate
+    still holds (a reproducer without an input file; `arguments` is then [])."""
     from .diagnostics import InputError
     from .progress import NULL
     progress = progress or NULL
@@ -455,6 +480,11 @@ def reduce_module(text: str, predicate: Callable, *, inputs: list | None = None,
             changed |= r.inline_calls()
         if not changed:
             break
+    if constants and r.args:
+        inlined = with_constants(r.best, r.args)
+        r.evaluations += inlined is not None
+        if inlined is not None and predicate(inlined, []):
+            r.best, r.args, r.size = inlined, [], instruction_count(_parse(inlined))
     return ReduceResult(r.best, r.size, start_size, r.evaluations, r.accepted, r.args)
 
 

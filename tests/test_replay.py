@@ -546,6 +546,17 @@ def test_reduce_guided_cut_and_shape_shrinking(wrong_log):
     assert not replay_module(small, ReplayConfig(test_backend=wrong_log),
                              inputs=r.arguments).ok
     assert r.evaluations <= 8, r.evaluations          # the guide, not a search, found it
+    # constants=True: the element becomes a constant, a reproducer without an input file,
+    # when that still fails: not through the pipeline, which folds log(constant) ...
+    c = reduce_module(LOG_SOFTMAX, mismatch_predicate(ReplayConfig(test_backend=wrong_log)),
+                      inputs=[x], constants=True)
+    assert c.text == r.text and c.arguments[0].shape == (1,)
+    # ... but without it.
+    raw = ReplayConfig(test_backend=wrong_log, run_test_passes=False)
+    c = reduce_module(LOG_SOFTMAX, mismatch_predicate(raw), inputs=[x], constants=True)
+    small = hloc.parse(c.text)
+    assert [i.opcode for i in small.entry.instructions] == ["constant", "log"], c.text
+    assert c.arguments == [] and not replay_module(small, raw).ok
 
 
 @pytest.mark.slow
