@@ -32,7 +32,8 @@ def bisect_command(file, platform, numerics, inputs, abs_error_bound, rel_error_
     computations it changed (before / after as HLO text). Otherwise every ENTRY
     instruction of the optimised module is run on its own on the test platform and the
     interpreter, from the interpreter's values of its operands, and the first that
-    diverges is named, with its isolated module.
+    diverges is named, and when it is a fusion or call, the instruction inside it that
+    diverges on its own, with its isolated module. An HloSnapshot brings its arguments.
 
     Exit status: 0 nothing to bisect (test and reference agree), 1 a culprit was named,
     2 bad input, 3 an unsupported operation.
@@ -115,10 +116,16 @@ def reduce_command(file, command, mismatch, fails_with, platform, numerics, abs_
     """Shrink FILE while a predicate holds and print the smallest module found.
 
     \b
-    Edits, in a fixed order until none helps: cut the ENTRY at an instruction (it becomes
-    the ROOT), replace instructions by parameters or by a same-shaped operand, inline
-    calls, drop what is left unused. Every candidate parses and verifies before the
-    predicate sees it, so the result is valid HLO. The predicate must hold for FILE.
+    With the mismatch predicate, a guided cut comes first: one run of the module with
+    every ENTRY value as an output on the test platform (LLVM optimisations off) names
+    the first instruction whose value diverges from the interpreter's, which is tried
+    on its own, its operands parameters carrying their values. Then edits, in a fixed
+    order until none helps: cut the ENTRY at an instruction (it becomes the ROOT),
+    replace instructions by parameters or by a same-shaped operand, shrink the shape of
+    an elementwise module (halving its elements), inline calls, drop what is left
+    unused. Every candidate parses and verifies before the predicate sees it, so the
+    result is valid HLO; a candidate is kept when it has fewer instructions, or as many
+    with fewer elements. The predicate must hold for FILE.
 
     Exit status: 0 reduced (or already minimal), 2 bad input or the predicate does not
     hold for FILE, 3 an unsupported operation.
