@@ -203,14 +203,13 @@ class _Reducer:
         module = _parse(self.best)
         values = self.values
         args = self.args
-        if values is None:
-            import numpy as np
-            args = make_fake_arguments(module, rng=np.random.default_rng(DEFAULT_SEED))
-            values = entry_values(module, args)
         try:
+            if values is None:
+                args = make_fake_arguments(module, rng=np.random.default_rng(DEFAULT_SEED))
+                values = entry_values(module, args)
             with self.progress.phase("reduce", "every value on the test back end"):
                 test = entry_values(module, args, _exploratory(config.test_backend))
-        except HlocError:
+        except (HlocError, MemoryError):       # no guide: the search below still runs
             return False
         diverging = [i.name for i in module.entry.instructions
                      if i.opcode != "parameter" and i.name in test and i.name in values
