@@ -3,8 +3,9 @@
 `expand(paths, stage)` turns the command's arguments (files, dump directories, globs)
 into the HLO files to replay: in a directory, hloc.dumpdir's HLO text files of the
 chosen stage (`before`: `*before_optimizations*` and plain `.hlo` files, the default;
-`after`: `*after_optimizations*`; `all`), never per-pass dumps unless `all`; buffer
-assignments, memory reports, `.ll` and every other non-HLO file are skipped. Files are
+`after`: `*after_optimizations*`; `all`), never per-pass dumps unless `all`; an HloProto
+(`*.hlo.pb`) stands in for a module XLA wrote only as a proto; buffer assignments, memory
+reports, `.ll`, snapshots and every other non-HLO file are skipped. Files are
 grouped by XLA's module number (`module_0007.` ...), then by name. `replay_files(files,
 config, jobs=N)` replays each file (in N worker processes when N > 1) and yields a
 FileResult per file in input order: the outcome, the exit code and the file's
@@ -43,6 +44,14 @@ def _order_key(path: str):
     return (int(m.group(1)) if m else -1, path)
 
 
+def _proto_alone(path: str, texts: set) -> bool:
+    """An HloProto dump (`*.hlo.pb`) whose module XLA did not also write as text (dumps
+    made with --xla_dump_hlo_as_proto alone): replayed from the proto."""
+    if not path.endswith(".hlo.pb"):
+        return False
+    return path[:-len(".hlo.pb")] + ".txt" not in texts
+
+
 def expand(paths, stage: str = "before") -> tuple[list[str], list[str]]:
     """(HLO files to replay, lines saying what was skipped) for the arguments."""
     from .dumpdir import scan
@@ -51,8 +60,11 @@ def expand(paths, stage: str = "before") -> tuple[list[str], list[str]]:
     for arg in paths:
         if os.path.isdir(arg):
             found = []
-            for e in scan(arg):
-                if e.is_hlo and _stage_ok(os.path.basename(e.path), stage):
+            entries = scan(arg)
+            texts = {e.path for e in entries if e.is_hlo}
+            for e in entries:
+                if (e.is_hlo or _proto_alone(e.path, texts)) and \
+                        _stage_ok(os.path.basename(e.path), stage):
                     found.append(e.path)
                 else:
                     skipped.append(f"skipped: {e.path}: "

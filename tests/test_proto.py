@@ -202,3 +202,22 @@ def test_not_a_proto_through_the_cli(tmp_path):
     code, out, err = _invoke(["replay", str(bad)])
     assert code == 2 and err.strip().count("\n") == 0 and "Traceback" not in err, err
     assert err.startswith("error: ") and str(bad) in err
+
+
+def test_dump_directory_with_protos_only(tmp_path):
+    """A dump made with --xla_dump_hlo_as_proto alone: its before_optimizations HloProto
+    is replayed; where XLA also wrote the text, the text is (the proto is skipped)."""
+    import json
+    import shutil
+    for stage, name in (("before", "before_optimizations.hlo.pb"),
+                        ("after", "cpu_after_optimizations.hlo.pb")):
+        src = os.path.join(PROTO, f"dense_relu.{stage}_optimizations.hlo.pb")
+        shutil.copy(src, tmp_path / f"module_0001.jit_dense_relu.{name}")
+    shutil.copy(os.path.join(PROTO, "dense_relu.after_optimizations.hlo"),
+                tmp_path / "module_0001.jit_dense_relu.cpu_after_optimizations.txt")
+    for stage, want in (("before", "before_optimizations.hlo.pb"),
+                        ("after", "cpu_after_optimizations.txt")):
+        code, out, err = _invoke(["replay", "--platform=interpreter", "--json",
+                                  f"--stage={stage}", str(tmp_path)])
+        lines = [json.loads(x) for x in out.splitlines()]
+        assert code == 0 and [x["file"].endswith(want) for x in lines] == [True], out + err
