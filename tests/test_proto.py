@@ -221,3 +221,24 @@ def test_dump_directory_with_protos_only(tmp_path):
                                   f"--stage={stage}", str(tmp_path)])
         lines = [json.loads(x) for x in out.splitlines()]
         assert code == 0 and [x["file"].endswith(want) for x in lines] == [True], out + err
+
+
+def test_unoptimized_snapshot(tmp_path):
+    """An HloUnoptimizedSnapshot (the module before optimisation and each partition's
+    arguments), built from a before_optimizations HloProto and a snapshot's arguments."""
+    from hloc.proto import message
+    before = message("HloProto").FromString(
+        open(os.path.join(PROTO, "dense_relu.before_optimizations.hlo.pb"), "rb").read())
+    snap = message("HloSnapshot").FromString(
+        open(os.path.join(PROTO, "dense_relu.hlo_snapshot.pb"), "rb").read())
+    unopt = message("HloUnoptimizedSnapshot")()
+    unopt.hlo_module.CopyFrom(before.hlo_module)
+    unopt.partitions.add().arguments.extend(snap.arguments)
+    path = tmp_path / "m.pb"
+    path.write_bytes(unopt.SerializeToString())
+    got = read_proto(str(path))
+    assert got.kind == "HloUnoptimizedSnapshot"
+    assert module_to_text(got.module) == module_to_text(
+        read_proto(os.path.join(PROTO, "dense_relu.before_optimizations.hlo.pb")).module)
+    want = read_proto(os.path.join(PROTO, "dense_relu.hlo_snapshot.pb")).arguments
+    assert all(np.array_equal(a, b) for a, b in zip(got.arguments, want))

@@ -3,6 +3,7 @@
 `read_proto(path, fmt)` follows xla/tools/hlo_module_loader.cc: with `fmt` "pb" (binary)
 or "pbtxt" (protobuf text format), or from the file's extension, the data is tried as an
 HloSnapshot (`--xla_dump_hlo_snapshots`: the module, its arguments and its result),
+an HloUnoptimizedSnapshot (the module before optimisation, arguments per partition),
 then as an HloProto (`--xla_dump_hlo_as_proto`: module and buffer assignment), then as
 a bare HloModuleProto. The module becomes HLO text (hloc.proto.to_text) parsed by
 hloc's parser, so everything downstream sees an ordinary module; a snapshot's arguments
@@ -25,7 +26,7 @@ FORMATS = ("pb", "pbtxt")
 class ProtoModule:
     module: object               # hloc.ir Module
     text: str                    # the module as HLO text
-    kind: str                    # HloSnapshot, HloProto or HloModuleProto
+    kind: str                    # HloSnapshot, HloUnoptimizedSnapshot, HloProto, HloModuleProto
     arguments: list | None = None    # a snapshot's arguments (NumPy values)
     result: object = None            # a snapshot's result as XLA computed it (or None)
 
@@ -54,16 +55,22 @@ def _decode(data: bytes, fmt: str, name: str):
 
 
 def _module_of(data: bytes, fmt: str):
-    """(kind, HloModuleProto, snapshot or None) of the first message kind that fits."""
+    """(kind, HloModuleProto, argument LiteralProtos or None, HloSnapshot or None) of the
+    first message kind that fits."""
     snap = _decode(data, fmt, "HloSnapshot")
     if snap is not None and snap.HasField("hlo") and snap.hlo.hlo_module.computations:
-        return "HloSnapshot", snap.hlo.hlo_module, snap
+        return "HloSnapshot", snap.hlo.hlo_module, snap.arguments, snap
+    # --xla_dump_hlo_unoptimized_snapshots: the module before optimisation and each
+    # partition's arguments (the first partition's are used).
+    unopt = _decode(data, fmt, "HloUnoptimizedSnapshot")
+    if unopt is not None and unopt.partitions and unopt.hlo_module.computations:
+        return "HloUnoptimizedSnapshot", unopt.hlo_module, unopt.partitions[0].arguments, None
     proto = _decode(data, fmt, "HloProto")
     if proto is not None and proto.hlo_module.computations:
-        return "HloProto", proto.hlo_module, None
+        return "HloProto", proto.hlo_module, None, None
     module = _decode(data, fmt, "HloModuleProto")
     if module is not None and module.computations:
-        return "HloModuleProto", module, None
+        return "HloModuleProto", module, None, None
     return None
 
 
@@ -85,10 +92,10 @@ def read_proto(path: str, fmt: str | None = None) -> ProtoModule:
         what = "binary" if fmt == "pb" else "text-format"
         raise InputError(f"{path}: not an HloSnapshot, HloProto or HloModuleProto ({what} "
                          f"protobuf{', --input_format=pbtxt?' if fmt == 'pb' else ''})")
-    kind, proto, snap = found
+    kind, proto, arguments, snap = found
     try:
         text = module_text(proto)
-        args = [literal_value(a)[1] for a in snap.arguments] if snap is not None else None
+        args = [literal_value(a)[1] for a in arguments] if arguments is not None else None
         result = literal_value(snap.result)[1] \
             if snap is not None and snap.HasField("result") else None
     except ProtoError as e:
