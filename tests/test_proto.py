@@ -13,18 +13,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-pytest.importorskip("google.protobuf")
-
-from hloc.cli import main  # noqa: E402
-from hloc.compare import ErrorSpec, near  # noqa: E402
-from hloc.diagnostics import HlocError, InputError  # noqa: E402
-from hloc.ir.graph import remove_unreachable_computations  # noqa: E402
-from hloc.printer import module_to_text  # noqa: E402
-from hloc.proto.reader import read_proto  # noqa: E402
-from hloc.replay import DEFAULT_SEED, run_side  # noqa: E402
-from hloc.runner import BACKENDS  # noqa: E402
-from hloc.syntax import parse_module  # noqa: E402
-from hloc.verifier import verify  # noqa: E402
+from hloc.cli import main
+from hloc.compare import ErrorSpec, near
+from hloc.diagnostics import HlocError, InputError
+from hloc.ir.graph import remove_unreachable_computations
+from hloc.printer import module_to_text
+from hloc.proto.reader import read_proto
+from hloc.replay import DEFAULT_SEED, run_side
+from hloc.runner import BACKENDS
+from hloc.syntax import parse_module
+from hloc.verifier import verify
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROTO = os.path.join(ROOT, "testdata", "proto")
