@@ -34,7 +34,7 @@ class ProtoModule:
 def proto_format(path: str) -> str | None:
     """"pb" / "pbtxt" from the file's extension (XLA's default), None for anything else."""
     ext = os.path.splitext(path)[1].lower()
-    return {".pb": "pb", ".pbtxt": "pbtxt", ".textproto": "pbtxt"}.get(ext)
+    return {".pb": "pb", ".pbtxt": "pbtxt"}.get(ext)
 
 
 def _decode(data: bytes, fmt: str, name: str):
