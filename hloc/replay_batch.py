@@ -187,8 +187,17 @@ def replay_files(files: list[str], config, *, jobs: int = 1, inputs_spec=None, p
         ctx = multiprocessing.get_context(
             "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
         # Largest files first, so that no long file starts last while the other workers
-        # idle; results still come in the order of `files`.
-        order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
+        # idle; but a file the size of one already queued (most likely a copy of the same
+        # module: JAX dumps repeat them) after all first ones, so that copies do not
+        # compile side by side but find the first one's object in the cache. Results
+        # still come in the order of `files`.
+        sizes = [_size(f) for f in files]
+        seen: dict[int, int] = {}
+        rank = []
+        for n in sizes:
+            rank.append(seen.get(n, 0))
+            seen[n] = rank[-1] + 1
+        order = sorted(range(len(files)), key=lambda i: (rank[i], -sizes[i]))
         with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
                                     initializer=_share_cores, initargs=(jobs,)) as pool:
             futures = {i: pool.submit(_worker, (files[i], config, inputs_spec, input_format))
