@@ -9,7 +9,8 @@ interpreter and compared with the reference) finds the first one that mismatches
 the result holds that pass's name and the computations it changed, before and after.
 Otherwise the optimised module computes the right values on the interpreter and the test
 back end's code is wrong: hloc.isolate scores every ENTRY instruction on its own and
-names the first that diverges. Works with any registered back end and any pipeline.
+names the first that diverges, and inside it (a fusion or call) the innermost instruction
+that diverges on its own. Works with any registered back end and any pipeline.
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ class BisectResult:
     before: str = ""               # computations the pass changed, before it ran
     after: str = ""
     instruction: str = ""
+    inner: list = field(default_factory=list)  # inside a fusion/call: the diverging path
     scores: list = field(default_factory=list)
     evaluations: int = 0
     pair: tuple | None = None      # (before, after, arguments): the smallest module pair
@@ -129,9 +131,11 @@ def bisect(module, args: list, *, test_backend: str = "interpreter", pipeline=No
             with progress.phase("reduce", f"before/after {name}"):
                 result.pair = minimal_pair(before, args, name, spec)
         return result
-    from .isolate import instruction_scores
+    from .isolate import inner_culprit, instruction_scores
+    values: dict = {}
     with progress.phase("isolate", test_backend):
-        scores = instruction_scores(optimized, args, test_backend, spec, progress=progress)
+        scores = instruction_scores(optimized, args, test_backend, spec, progress=progress,
+                                    values=values)
     result.scores = scores
     bad = next((s for s in scores if s.status != "MATCHED"), None)
     if bad is None:
@@ -148,6 +152,18 @@ def bisect(module, args: list, *, test_backend: str = "interpreter", pipeline=No
                       f"on {test_backend} than on the interpreter from the same operands "
                       f"({bad.status}: max abs error {bad.max_abs:.3g}, max rel error "
                       f"{bad.max_rel:.3g}, {bad.ulps} ULPs)")
+    if bad.status == "MISMATCH":
+        op_values = [values[o.name] for o in dict.fromkeys(inst.operands)]
+        with progress.phase("isolate", f"inside %{bad.name}"):
+            path = inner_culprit(inst, op_values, test_backend, spec, progress=progress)
+        if path:
+            inner, score = path[-1]
+            result.inner = [i.name for i, _ in path]
+            result.after = isolated_text(inner)
+            result.summary += (f"; inside it, %{' > %'.join(result.inner)} "
+                               f"({score.opcode}) diverges on its own ({score.status}: max "
+                               f"abs error {score.max_abs:.3g}, max rel error "
+                               f"{score.max_rel:.3g}, {score.ulps} ULPs)")
     return result
 
 

@@ -49,6 +49,7 @@ class CpuBackend:
         self.opt = opt
         self.cache_dir = cache_dir      # None: no on-disk cache (the library default)
         self.cache_hit = False
+        self.opt_level = 3              # LLVM's (0: a tenth of the compile time)
 
     def load(self) -> None:
         from . import backend  # noqa: F401  (registers every generator)
@@ -58,7 +59,8 @@ class CpuBackend:
         from .diagnostics import UnsupportedError
         try:
             exe = compile_module(module, numerics=self.numerics, cache_dir=self.cache_dir,
-                                 threads=self.threads, profile=self.profile,
+                                 threads=self.threads, opt_level=self.opt_level,
+                                 profile=self.profile,
                                  pipeline=cpu_pipeline(self.opt))
         except UnsupportedError as e:
             e.notes = (*e.notes, "the compiled back end (--backend cpu, the default) cannot run "

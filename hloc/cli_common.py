@@ -1,7 +1,8 @@
 """What several commands share: reading a module argument and the progress reporter.
 
-`load_modules(path, command=..., pick=...)` reads `-` (stdin), a file, or a dump
-directory (through hloc.dumpdir's selection); a named file that fails to parse gets a
+`load_modules(path, command=..., pick=...)` reads `-` (stdin), a file (HLO text, or
+XLA's binary/text protos by their `.pb` / `.pbtxt` extension), or a dump directory
+(through hloc.dumpdir's selection); a named file that fails to parse gets a
 `note:` saying what it looks like when it is not HLO text. `cli_progress()` builds the
 Progress object for the running command: on only when stderr is a terminal and
 `--quiet` was not given; colour unless NO_COLOR is set (the one environment read here).
@@ -68,10 +69,14 @@ def resolve(path: str, command: str, pick: str | None = None) -> str:
 def load_modules(path: str, *, command: str, pick: str | None = None, progress=NULL):
     """(the file read, its modules); errors as HlocError with exit code 2."""
     from .syntax import parse_modules, read_text
+    from .proto.reader import proto_format
     path = resolve(path, command, pick)
     with progress.phase("parse", "" if path == "-" else os.path.basename(path)):
         if path == "-":
             return path, parse_modules(sys.stdin.read(), "<stdin>")
+        if proto_format(path):          # .pb / .pbtxt: XLA's HloSnapshot / HloProto
+            from .proto.reader import read_proto
+            return path, [read_proto(path).module]
         try:
             text = read_text(path)
         except IsADirectoryError:

@@ -6,6 +6,7 @@ print a results table (or `--json` lines), optionally in `--jobs N` processes.
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
@@ -86,7 +87,10 @@ unique sort keys; seeded, not XLA's random bits), one engine per file continuing
 the same arguments for every iteration. --input_literals_file takes .npz/.npy;
 --output_literals_file writes arguments and both results as .npz (argN,
 test.outN, reference.outN; prefixed iterationI. with several iterations).
-HloProto / HloSnapshot (.pb) and RunHloModuleLiterals protos are not read.
+XLA's protos are read by extension (.pb binary, .pbtxt text) or --input_format:
+an HloSnapshot (--xla_dump_hlo_snapshots) replays with its recorded arguments, an
+HloProto / HloModuleProto (--xla_dump_hlo_as_proto) with fake ones. RunHloModuleLiterals
+protos are not read.
 --isolate_instructions runs each ENTRY instruction of the test module (after the
 pipeline) on its own, from the interpreter's values of its operands (XLA extracts them
 from the module as given and feeds each fake data), and prints XLA's table.
@@ -126,6 +130,9 @@ error, 3 an unsupported operation, 4 an internal error (with several files, the 
               help="Write arguments and results as .npz (one file only).")
 @click.option("--isolate-instructions", is_flag=True,
               help="Run every ENTRY instruction of the test module on its own (one file).")
+@click.option("--input-format", type=click.Choice(["hlo", "txt", "text", "pb", "pbtxt"]),
+              help="hlo: HLO text; pb / pbtxt: XLA's HloSnapshot, HloProto or HloModuleProto, "
+                   "binary / text format [from the extension: .pb, .pbtxt, else text].")
 @click.option("--stage", type=click.Choice(["before", "after", "all"]), default="before",
               show_default=True, help="Which dumps of a directory to replay.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
@@ -136,8 +143,8 @@ error, 3 an unsupported operation, 4 an internal error (with several files, the 
 def replay(files, platform, numerics, reference_platform, run_test_hlo_passes, run_reference_hlo_passes,
            abs_error_bound, rel_error_bound, iterations, print_literals,
            different_random_seeds, use_large_float_range, inputs, literals,
-           input_literals_file, output_literals_file, isolate_instructions, stage, jobs,
-           as_json, verbose):
+           input_literals_file, output_literals_file, isolate_instructions, input_format, stage,
+           jobs, as_json, verbose):
     from .cli_common import cli_progress
     from .compare import ErrorSpec
     from .replay import ReplayConfig
@@ -163,15 +170,16 @@ def replay(files, platform, numerics, reference_platform, run_test_hlo_passes, r
     progress = cli_progress()
     try:
         if isolate_instructions:
-            raise SystemExit(_isolate(paths[0], config, inputs_spec, progress))
+            raise SystemExit(_isolate(paths[0], config, inputs_spec, progress, input_format))
         if len(paths) == 1 and not as_json:
-            code = _replay_single(paths[0], config, inputs_spec, output_literals_file, progress)
+            code = _replay_single(paths[0], config, inputs_spec, output_literals_file, progress,
+                                  input_format)
             raise SystemExit(code)
         for line in skipped if verbose else ():
             click.echo(line, err=True)
         results = []
         for r in replay_files(paths, config, jobs=jobs, inputs_spec=inputs_spec,
-                              progress=progress):
+                              progress=progress, input_format=input_format):
             results.append(r)
             if as_json:
                 click.echo(json.dumps(json_line(r)))
@@ -185,17 +193,33 @@ def replay(files, platform, numerics, reference_platform, run_test_hlo_passes, r
     raise SystemExit(max(r.code for r in results))
 
 
-def _replay_single(path, config, inputs_spec, output_literals_file, progress) -> int:
-    from .cli_common import load_modules
-    from .replay import replay_module
+def _load(path, progress, input_format, command="replay"):
+    """(verified module, a snapshot's arguments or None)."""
+    from .cli_common import resolve, with_hint
+    from .diagnostics import HlocError
+    from .proto.reader import proto_format
+    from .replay_batch import load_for_replay
     from .verifier import verify
-    _, modules = load_modules(path, command="replay", progress=progress)
-    if len(modules) != 1:
-        raise InputError(f"{path}: holds {len(modules)} modules; replay takes one per file")
-    module = modules[0]
+    path = resolve(path, command)
+    with progress.phase("parse", os.path.basename(path)):
+        try:
+            module, arguments = load_for_replay(path, input_format)
+        except IsADirectoryError:
+            raise InputError(f"{path}: is a directory") from None
+        except OSError as e:
+            raise InputError(f"{path}: {e.strerror or e}") from None
+        except HlocError as e:
+            raise e if input_format in ("pb", "pbtxt") or proto_format(path) else \
+                with_hint(e, path)
     with progress.phase("verify"):
         verify(module)
-    inputs = None
+    return module, arguments
+
+
+def _replay_single(path, config, inputs_spec, output_literals_file, progress,
+                   input_format=None) -> int:
+    from .replay import replay_module
+    module, inputs = _load(path, progress, input_format)
     if inputs_spec is not None:
         from .inputs import bind_arguments, read_inputs
         from .multidevice import bind_per_device, device_plan
@@ -210,7 +234,7 @@ def _replay_single(path, config, inputs_spec, output_literals_file, progress) ->
     return 0 if outcome.ok else 1
 
 
-def _isolate(path, config, inputs_spec, progress) -> int:
+def _isolate(path, config, inputs_spec, progress, input_format=None) -> int:
     """--isolate_instructions: the ENTRY instructions of the test module (after the
     pipeline unless it is an after-optimizations dump), each run on its own on the test
     platform and the interpreter from the interpreter's values of its operands."""
@@ -219,7 +243,7 @@ def _isolate(path, config, inputs_spec, progress) -> int:
     from .fake_args import make_fake_arguments
     from .isolate import instruction_scores, isolation_report
     from .replay import clone_module, is_after_optimizations, optimized_copy
-    module = load_one(path, "replay", progress)
+    module, _ = _load(path, progress, input_format)    # fake data, as XLA's isolation
     if inputs_spec is not None:
         from .inputs import bind_arguments, read_inputs
         args = bind_arguments(module, read_inputs(*inputs_spec))
@@ -273,12 +297,6 @@ def write_literals_arrays(module, outcome) -> dict:
     return arrays
 
 
-def load_one(path, command, progress):
-    from .cli_common import load_modules
-    from .verifier import verify
-    _, modules = load_modules(path, command=command, progress=progress)
-    if len(modules) != 1:
-        raise InputError(f"{path}: holds {len(modules)} modules; `hloc {command}` takes one")
-    with progress.phase("verify"):
-        verify(modules[0])
-    return modules[0]
+def load_with_arguments(path, command, progress):
+    """One module (verified) and, for an HloSnapshot, its recorded arguments (else None)."""
+    return _load(path, progress, None, command)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 
 from .cli_replay import (NUMERICS, backend_for_platform, configure_platforms,
-                         default_test_platform, load_one)
+                         default_test_platform, load_with_arguments)
 
 
 @click.command("bisect")
@@ -32,7 +32,8 @@ def bisect_command(file, platform, numerics, inputs, abs_error_bound, rel_error_
     computations it changed (before / after as HLO text). Otherwise every ENTRY
     instruction of the optimised module is run on its own on the test platform and the
     interpreter, from the interpreter's values of its operands, and the first that
-    diverges is named, with its isolated module.
+    diverges is named, and when it is a fusion or call, the instruction inside it that
+    diverges on its own, with its isolated module. An HloSnapshot brings its arguments.
 
     Exit status: 0 nothing to bisect (test and reference agree), 1 a culprit was named,
     2 bad input, 3 an unsupported operation.
@@ -50,8 +51,10 @@ def bisect_command(file, platform, numerics, inputs, abs_error_bound, rel_error_
     spec = ErrorSpec(abs_error_bound, rel_error_bound)
     progress = cli_progress()
     try:
-        module = load_one(file, "bisect", progress)
-        if inputs:
+        module, recorded = load_with_arguments(file, "bisect", progress)
+        if recorded is not None and not inputs:       # an HloSnapshot's arguments
+            args = recorded
+        elif inputs:
             from .inputs import bind_arguments, read_inputs
             args = bind_arguments(module, read_inputs(inputs))
         else:
@@ -78,7 +81,8 @@ def bisect_command(file, platform, numerics, inputs, abs_error_bound, rel_error_
         click.echo(f"\nsmallest module the pass breaks on its own (before {result.pass_name}):\n"
                    f"{small_before}\nafter {result.pass_name}:\n{small_after}", nl=False)
     elif result.kind == "instruction":
-        click.echo(f"isolated module of %{result.instruction}:\n{result.after}", nl=False)
+        inner = f" > %{' > %'.join(result.inner)}" if result.inner else ""
+        click.echo(f"isolated module of %{result.instruction}{inner}:\n{result.after}", nl=False)
     raise SystemExit(0 if result.kind == "none" else 1)
 
 
@@ -101,17 +105,27 @@ def bisect_command(file, platform, numerics, inputs, abs_error_bound, rel_error_
                    "then carry the values the original computed there.")
 @click.option("--output-inputs", type=click.Path(dir_okay=False), metavar="FILE",
               help="With --inputs: write the reduced module's arguments (in0, ...) here.")
+@click.option("--constants", is_flag=True,
+              help="With arguments (--inputs, an HloSnapshot's): the reduced module's "
+                   "parameters become constants of their values when it still holds, so "
+                   "the reproducer needs no input file.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the reduced module here (default: stdout).")
 def reduce_command(file, command, mismatch, fails_with, platform, numerics, abs_error_bound,
-                   rel_error_bound, inputs, output_inputs, output):
+                   rel_error_bound, inputs, output_inputs, constants, output):
     """Shrink FILE while a predicate holds and print the smallest module found.
 
     \b
-    Edits, in a fixed order until none helps: cut the ENTRY at an instruction (it becomes
-    the ROOT), replace instructions by parameters or by a same-shaped operand, inline
-    calls, drop what is left unused. Every candidate parses and verifies before the
-    predicate sees it, so the result is valid HLO. The predicate must hold for FILE.
+    With the mismatch predicate, a guided cut comes first: one run of the module with
+    every ENTRY value as an output on the test platform (LLVM optimisations off) names
+    the first instruction whose value diverges from the interpreter's, which is tried
+    on its own, its operands parameters carrying their values. Then edits, in a fixed
+    order until none helps: cut the ENTRY at an instruction (it becomes the ROOT),
+    replace instructions by parameters or by a same-shaped operand, shrink the shape of
+    an elementwise module (halving its elements), inline calls, drop what is left
+    unused. Every candidate parses and verifies before the predicate sees it, so the
+    result is valid HLO; a candidate is kept when it has fewer instructions, or as many
+    with fewer elements. The predicate must hold for FILE.
 
     Exit status: 0 reduced (or already minimal), 2 bad input or the predicate does not
     hold for FILE, 3 an unsupported operation.
@@ -135,17 +149,18 @@ def reduce_command(file, command, mismatch, fails_with, platform, numerics, abs_
         predicate = mismatch_predicate(config)
     progress = cli_progress()
     try:
-        module = load_one(file, "reduce", progress)
+        module, recorded = load_with_arguments(file, "reduce", progress)
         from .replay import is_after_optimizations
         if is_after_optimizations(module, file):     # candidates lose the file name
             config.run_test_passes = False
-        args = None
+        args = recorded                 # an HloSnapshot's arguments, else None
         if inputs:
             from .inputs import bind_arguments, read_inputs
             args = bind_arguments(module, read_inputs(inputs))
-        elif output_inputs:
-            raise click.UsageError("--output-inputs needs --inputs")
+        elif output_inputs and args is None:
+            raise click.UsageError("--output-inputs needs --inputs (or an HloSnapshot)")
         result = reduce_module(module_to_text(module), predicate, inputs=args,
+                               constants=constants,
                                progress=progress)
     finally:
         progress.close()

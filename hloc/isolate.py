@@ -8,7 +8,9 @@ the ENTRY in order, runs every isolated instruction on the interpreter and on th
 back end with the interpreter's values of its operands (so each instruction is judged on
 its own inputs, not on upstream errors), and scores the difference: MATCHED / MISMATCH
 (literal_comparison::Near), max abs and rel error and ULPs. The first MISMATCH is the
-first instruction whose compiled value diverges.
+first instruction whose compiled value diverges. `inner_culprit` goes on inside a
+diverging fusion or call: its computation becomes a module of its own, run on the
+fusion's operand values, and its instructions are scored the same way.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from .diagnostics import HlocError
 from .ir.graph import callee_post_order
 
 __all__ = ["isolated_text", "instruction_scores", "Score", "score_table", "ulp_distance",
-           "isolation_report"]
+           "isolation_report", "called_module_text", "inner_culprit"]
 
 _CONTROL = re.compile(r", control-predecessors=\{[^}]*\}")
 
@@ -39,6 +41,21 @@ def isolated_text(inst) -> str:
         lines.append(f"  %{op.name} = {op.shape} parameter({n})")
     lines.append("  " + _CONTROL.sub("", instruction_to_text(inst, is_root=True)))
     parts.append("ENTRY %isolated {\n" + "\n".join(lines) + "\n}")
+    return "\n\n".join(parts) + "\n"
+
+
+def called_module_text(inst) -> str | None:
+    """For a fusion or call: a module whose ENTRY is the computation it runs (once, on
+    its operands), with what that computation calls; None for other instructions."""
+    from .printer import computation_to_text
+    called = inst.called_computations()
+    if inst.opcode not in ("fusion", "call") or len(called) != 1:
+        return None
+    body = called[0]
+    parts = [f"HloModule inside_{inst.name.replace('.', '_')}\n"]
+    parts += [computation_to_text(c) for c in _called_closure(inst) if c is not body]
+    text = computation_to_text(body)
+    parts.append(text if body.is_entry else "ENTRY " + text)
     return "\n\n".join(parts) + "\n"
 
 
@@ -110,13 +127,14 @@ def _errors(ref, test) -> tuple[float, float, int]:
 
 
 def instruction_scores(module, args: list, test_backend: str, spec: ErrorSpec, *,
-                       progress=None) -> list[Score]:
-    """A Score per non-parameter ENTRY instruction of `module`, in ENTRY order."""
+                       progress=None, values: dict | None = None) -> list[Score]:
+    """A Score per non-parameter ENTRY instruction of `module`, in ENTRY order; `values`
+    (when given) receives the interpreter's value of every ENTRY instruction by name."""
     from .progress import NULL
     from .replay import DEFAULT_SEED, run_side
     from .syntax import parse_module
     progress = progress or NULL
-    values: dict[int, object] = {}
+    by_id: dict[int, object] = {}
     scores: list[Score] = []
     entry = [i for i in module.entry.instructions]
     bar = progress.bar(len(entry), "isolate")
@@ -124,16 +142,16 @@ def instruction_scores(module, args: list, test_backend: str, spec: ErrorSpec, *
         for inst in entry:
             bar.step(inst.name)
             if inst.opcode == "parameter":
-                values[id(inst)] = args[inst.parameter_number]
+                by_id[id(inst)] = args[inst.parameter_number]
                 continue
             operands = list(dict.fromkeys(inst.operands))
-            op_values = [values[id(o)] for o in operands]
+            op_values = [by_id[id(o)] for o in operands]
             try:
                 iso = parse_module(isolated_text(inst), f"<isolated {inst.name}>")
                 ref, _, _ = run_side(iso, op_values, "interpreter", DEFAULT_SEED)
             except HlocError as e:
                 raise type(e)(f"isolating %{inst.name}: {e.message}") from None
-            values[id(inst)] = ref
+            by_id[id(inst)] = ref
             try:
                 test, _, _ = run_side(iso, op_values, test_backend, DEFAULT_SEED)
             except HlocError as e:
@@ -146,7 +164,36 @@ def instruction_scores(module, args: list, test_backend: str, spec: ErrorSpec, *
                                 "" if result.ok else result.messages[0].split("\n")[0]))
     finally:
         bar.close()
+    if values is not None:
+        values.update({i.name: v for i in entry if (v := by_id.get(id(i))) is not None})
     return scores
+
+
+def inner_culprit(inst, op_values: list, test_backend: str, spec: ErrorSpec, *,
+                  progress=None) -> list:
+    """Inside a diverging fusion or call: [(instruction, Score)] from `inst` down to the
+    innermost instruction of its computation (and of what that calls, as deep as fusions
+    and calls go) that diverges on its own from the interpreter's operand values. Empty
+    when nothing inside diverges on its own (the difference needs the instructions
+    together)."""
+    from .syntax import parse_module
+    path = []
+    while True:
+        text = called_module_text(inst)
+        if text is None:
+            return path
+        inner = parse_module(text, f"<inside {inst.name}>")
+        values: dict = {}
+        scores = instruction_scores(inner, op_values, test_backend, spec, progress=progress,
+                                    values=values)
+        bad = next((s for s in scores if s.status != "MATCHED"), None)
+        if bad is None:
+            return path
+        inst = inner.entry.instruction_by_name(bad.name)
+        path.append((inst, bad))
+        params = {p.name: a for p, a in zip(inner.entry.parameters, op_values)}
+        values.update(params)
+        op_values = [values[o.name] for o in dict.fromkeys(inst.operands)]
 
 
 def score_table(scores: list[Score], *, only_diverging: bool = False) -> str:

@@ -9,10 +9,20 @@ true and applies shrinking edits in a fixed order until none makes progress:
 2. replace instructions by new parameters of the same shape, so everything feeding only
    them goes (chunks first, halving to single instructions, nearest to the ROOT first);
 3. replace instructions by their own operands of the same shape;
-4. inline calls (the call inliner pass) and drop unused computations and parameters.
+4. shrink shapes: a module left with elementwise instructions over one shape keeps
+   half of its elements (flattened) while that holds, down to one;
+5. inline calls (the call inliner pass) and drop unused computations and parameters.
+
+For a mismatch predicate (`mismatch_predicate`) a guided cut comes first: one run of the
+module with every ENTRY value as an output on the test back end (LLVM optimisations off)
+names the instructions whose values diverge from the interpreter's, and the first of
+them, cut out with its operands as parameters, is tried as the whole module. A big
+module then costs two compiles (the predicate's check of the input and the guide)
+instead of a search over big candidates.
 
 Every candidate is printed, parsed back and verified before the predicate sees it, so
-whatever is returned parses and verifies; the edits and their order are deterministic.
+whatever is returned parses and verifies; a candidate is kept only when it is smaller
+(fewer instructions, then fewer elements); the edits and their order are deterministic.
 Predicates (`mismatch_predicate`, `message_predicate`, `command_predicate`) take the
 candidate's text and its arguments and say whether it is still interesting; errors count
 as "no". With `inputs` (the module's arguments) the reduction keeps values: a parameter
@@ -23,12 +33,10 @@ arguments. Without `inputs`, arguments are None and predicates make fake ones.
 """
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from typing import Callable
+
+import numpy as np
 
 from .diagnostics import HlocError
 from .ir.graph import remove_unreachable_computations
@@ -37,7 +45,8 @@ __all__ = ["reduce_module", "ReduceResult", "instruction_count", "mismatch_predi
            "message_predicate", "command_predicate"]
 
 _STALE_HEADER = ("entry_computation_layout", "input_output_alias", "buffer_donor",
-                 "is_scheduled")
+                 "is_scheduled", "allow_spmd_sharding_propagation_to_parameters",
+                 "allow_spmd_sharding_propagation_to_output")
 
 
 @dataclass
@@ -115,9 +124,9 @@ def _valid(module) -> str | None:
         return None
 
 
-def entry_values(module, args: list) -> dict:
-    """Every ENTRY instruction's value (by name) when `module` runs on `args` on the
-    interpreter: one run of a copy whose ROOT is a tuple of all of them."""
+def entry_values(module, args: list, backend: str = "interpreter") -> dict:
+    """Every ENTRY instruction's value (by name) when `module` runs on `args` on
+    `backend`: one run of a copy whose ROOT is a tuple of all of them."""
     from .ir.rewriter import add_instruction
     from .ir.shape import TupleShape
     from .replay import DEFAULT_SEED, run_side
@@ -126,7 +135,7 @@ def entry_values(module, args: list) -> dict:
     keep = [i for i in entry.instructions if _array_shape(i.shape) or i.shape.is_tuple]
     root = add_instruction(entry, "tuple", TupleShape(tuple(i.shape for i in keep)), keep)
     entry.root = root
-    value, _, _ = run_side(copy, args, "interpreter", DEFAULT_SEED)
+    value, _, _ = run_side(copy, args, backend, DEFAULT_SEED)
     return {i.name: v for i, v in zip(keep, value)}
 
 
@@ -134,6 +143,7 @@ class _Reducer:
     def __init__(self, text: str, predicate, progress, args: list | None):
         self.best = text
         self.size = instruction_count(_parse(text))
+        self.key = _size_key(_parse(text))
         self.predicate = predicate
         self.progress = progress
         self.evaluations = 0
@@ -146,8 +156,9 @@ class _Reducer:
         best module's ENTRY values, or None); keep it if smaller, valid and still
         interesting."""
         module = _parse(self.best)
+        values = dict(self.values) if self.values is not None else None
         try:
-            if edit(module, self.values) is False:
+            if edit(module, values) is False:
                 return False
             _clean(module)
         except (ValueError, KeyError, IndexError, AttributeError):
@@ -156,21 +167,21 @@ class _Reducer:
         if text is None:
             return False
         candidate = _parse(text)
-        size = instruction_count(candidate)
-        if size >= self.size:
+        size, key = instruction_count(candidate), _size_key(candidate)
+        if key >= self.key:
             return False
         args = None
-        if self.values is not None:
-            if any(p.name not in self.values for p in candidate.entry.parameters):
+        if values is not None:
+            if any(p.name not in values for p in candidate.entry.parameters):
                 return False
-            args = [self.values[p.name] for p in candidate.entry.parameters]
+            args = [values[p.name] for p in candidate.entry.parameters]
         self.evaluations += 1
         try:
             ok = bool(self.predicate(text, args))
         except Exception:       # noqa: BLE001 - a candidate that breaks hloc is not kept
             ok = False
         if ok:
-            self.best, self.size, self.args = text, size, args
+            self.best, self.size, self.key, self.args = text, size, key, args
             if args is not None:
                 self.values = entry_values(candidate, args)
             self.accepted += 1
@@ -178,6 +189,37 @@ class _Reducer:
         return ok
 
     # -- edits -------------------------------------------------------------------------
+    def guided_cut(self, config, tries: int = 4) -> bool:
+        """For a mismatch predicate: one run of the module with every ENTRY value as an
+        output on the test back end, compared value by value with the interpreter's;
+        the first instructions that diverge (in ENTRY order, so their operands agree)
+        are tried cut out on their own: the instruction as ROOT, its operands
+        parameters carrying the values they had. One compile of the big module instead
+        of a search over big candidates; when no cut keeps the predicate, nothing
+        changes and the other edits go on as before."""
+        from .compare import near
+        from .fake_args import make_fake_arguments
+        from .replay import DEFAULT_SEED
+        module = _parse(self.best)
+        values = self.values
+        args = self.args
+        try:
+            if values is None:
+                args = make_fake_arguments(module, rng=np.random.default_rng(DEFAULT_SEED))
+                values = entry_values(module, args)
+            with self.progress.phase("reduce", "every value on the test back end"):
+                test = entry_values(module, args, _exploratory(config.test_backend))
+        except (HlocError, MemoryError):       # no guide: the search below still runs
+            return False
+        diverging = [i.name for i in module.entry.instructions
+                     if i.opcode != "parameter" and i.name in test and i.name in values
+                     and not near(values[i.name], test[i.name], config.spec).ok]
+        for name in diverging[:tries]:
+            if self.attempt(lambda m, v, n=name: _isolate(m, n, dict(values) if v is None
+                                                          else v)):
+                return True
+        return False
+
     def cut_root(self) -> bool:
         names = [i.name for i in _parse(self.best).entry.instructions
                  if i.opcode != "parameter"]
@@ -225,6 +267,22 @@ class _Reducer:
             chunk //= 2
         return progress
 
+    def shrink_shapes(self) -> bool:
+        """A module of elementwise instructions over one shape (where reductions of an
+        elementwise bug end): its elements, flattened, halved while the predicate holds
+        (either half), down to one; with values, each half keeps the values it had."""
+        progress = False
+        while True:
+            module = _parse(self.best)
+            n = _elementwise_elements(module)
+            if n is None or n <= 1:
+                return progress
+            halves = ((0, n // 2), (n // 2, n))
+            if not any(self.attempt(lambda m, v, a=a, b=b: _flat_slice(m, a, b, v))
+                       for a, b in halves):
+                return progress
+            progress = True
+
     def to_operands(self) -> bool:
         progress = False
         for name in _from_root(_parse(self.best)):
@@ -250,6 +308,64 @@ def _set_root(module, name: str):
     if hasattr(inst, "is_root_marked"):
         for i in module.entry.instructions:
             i.is_root_marked = i is inst
+    return True
+
+
+def _size_key(module) -> tuple[int, int]:
+    """What `smaller` means: fewer instructions, then fewer elements in their shapes."""
+    elements = 0
+    for c in module.computations:
+        for i in c.instructions:
+            if _array_shape(i.shape):
+                elements += int(np.prod(i.shape.dims, dtype=np.int64))
+    return instruction_count(module), elements
+
+
+def _elementwise_elements(module) -> int | None:
+    """The element count when `module` is one computation of parameters and elementwise
+    instructions over arrays of one shape; else None."""
+    from .ops.base import ELEMENTWISE
+    if len(module.computations) != 1:
+        return None
+    dims = {i.shape.dims if _array_shape(i.shape) else None
+            for i in module.entry.instructions}
+    if len(dims) != 1 or None in dims or any(
+            i.opcode != "parameter" and ELEMENTWISE not in i.opdef.traits
+            for i in module.entry.instructions):
+        return None
+    return int(np.prod(next(iter(dims)), dtype=np.int64))
+
+
+def _flat_slice(module, a: int, b: int, values) -> bool:
+    """Every instruction of an elementwise module reshaped to [b - a]: elements a..b of
+    its flattened value (parameters' values sliced alike)."""
+    for inst in module.entry.instructions:
+        inst.set_shape(inst.shape.with_dims((b - a,)))
+        if values is not None and inst.opcode == "parameter":
+            values[inst.name] = np.asarray(values[inst.name]).reshape(-1)[a:b].copy()
+    return True
+
+
+def _exploratory(name: str):
+    """The test back end for the guide's one run: without LLVM's optimisations when it
+    has them (a tenth of the compile time of a big module; the candidates the run
+    suggests are then judged by the predicate itself, on the back end as configured)."""
+    import copy
+
+    from .runner import get_backend
+    impl = get_backend(name)
+    if getattr(impl, "opt_level", 0):
+        impl = copy.copy(impl)
+        impl.opt_level = 0
+    return impl
+
+
+def _isolate(module, name: str, values) -> bool:
+    """`name` as the ROOT, each of its non-parameter operands a new parameter."""
+    if not _set_root(module, name) and module.entry.root.name != name:
+        return False
+    inst = module.entry.root
+    _parameterize(module, [o.name for o in inst.operands if o.opcode != "parameter"], values)
     return True
 
 
@@ -305,10 +421,35 @@ def _forward_operand(module, name: str) -> bool:
     return False
 
 
+def with_constants(text: str, args: list, *, max_elements: int = 4096) -> str | None:
+    """`text` with each ENTRY parameter replaced by a constant holding its argument, so
+    the module needs no input file; None when the arguments are too big to print."""
+    import re
+
+    from .syntax.literal_printer import format_constant
+    module = _parse(text)
+    params = module.entry.parameters
+    if not params or sum(int(np.size(a)) for a in args) > max_elements or \
+            not all(_array_shape(p.shape) for p in params):
+        return None
+    lines = text.splitlines()
+    for p, a in zip(params, args):
+        pat = re.compile(rf"^(\s*(?:ROOT )?%?{re.escape(p.name)} = \S+ )parameter\(\d+\)")
+        lit = format_constant(p.shape, np.asarray(a, dtype=p.shape.dtype.np), print_large=True)
+        lines = [pat.sub(lambda m: f"{m.group(1)}constant({lit})", ln) for ln in lines]
+    out = re.sub(r"^(ENTRY %?[\w.\-]+) \([^\n]*\) -> [^\n]* \{$", r"\1 {", "\n".join(lines),
+                 flags=re.M)
+    candidate = _parse(out)
+    _clean(candidate)
+    return _valid(candidate)
+
+
 def reduce_module(text: str, predicate: Callable, *, inputs: list | None = None,
-                  progress=None, max_rounds: int = 8) -> ReduceResult:
+                  progress=None, max_rounds: int = 8, constants: bool = False) -> ReduceResult:
     """The smallest module found for which `predicate(text, arguments)` holds (starting
-    from `text` with `inputs`, for which it must hold)."""
+    from `text` with `inputs`, for which it must hold). With `constants` and `inputs`,
+    the result's parameters then become constants of their values when the predicate
+    still holds (a reproducer without an input file; `arguments` is then [])."""
     from .diagnostics import InputError
     from .progress import NULL
     progress = progress or NULL
@@ -325,63 +466,27 @@ def reduce_module(text: str, predicate: Callable, *, inputs: list | None = None,
                          "reduce")
     r = _Reducer(first, predicate, progress, args)
     start_size = instruction_count(_parse(text))
+    config = getattr(predicate, "config", None)
+    if config is not None:
+        r.guided_cut(config)
     for _ in range(max_rounds):
         with progress.phase("reduce", f"{r.size} instructions"):
             changed = r.cut_root()
             changed |= r.descend_root()
             changed |= r.to_parameters()
             changed |= r.to_operands()
+            changed |= r.shrink_shapes()
             changed |= r.inline_calls()
         if not changed:
             break
+    if constants and r.args:
+        inlined = with_constants(r.best, r.args)
+        r.evaluations += inlined is not None
+        if inlined is not None and predicate(inlined, []):
+            r.best, r.args, r.size = inlined, [], instruction_count(_parse(inlined))
     return ReduceResult(r.best, r.size, start_size, r.evaluations, r.accepted, r.args)
 
 
-# ---------------------------------------------------------------------------
-# Predicates
-
-def mismatch_predicate(config) -> Callable[[str], bool]:
-    """Holds when replaying the module (hloc.replay, `config`) reports a mismatch."""
-    from .replay import replay_module
-
-    def holds(text: str, args=None) -> bool:
-        return not replay_module(_parse(text), config, inputs=args).ok
-    return holds
-
-
-def message_predicate(message: str, config=None) -> Callable[[str], bool]:
-    """Holds when replaying the module fails with an hloc error containing `message`
-    (or an internal error whose `Type: text` contains it)."""
-    from .replay import ReplayConfig, replay_module
-
-    def holds(text: str, args=None) -> bool:
-        try:
-            replay_module(_parse(text), config or ReplayConfig(), inputs=args)
-        except HlocError as e:
-            return message in e.message
-        except Exception as e:  # noqa: BLE001 - an internal error is what users reduce
-            return message in f"{type(e).__name__}: {e}"
-        return False
-    return holds
-
-
-def command_predicate(command: str, *, timeout: float = 600) -> Callable[[str], bool]:
-    """Holds when the shell command exits 0; `{}` in it is the candidate file's path
-    (else the path is appended). The command sees the text only, not the arguments."""
-
-    def holds(text: str, args=None) -> bool:
-        fd, path = tempfile.mkstemp(suffix=".hlo", prefix="hloc-reduce-")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            cmd = command.replace("{}", shlex.quote(path)) if "{}" in command \
-                else f"{command} {shlex.quote(path)}"
-            try:
-                done = subprocess.run(cmd, shell=True, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                return False
-            return done.returncode == 0
-        finally:
-            os.unlink(path)
-    return holds
+# The predicates live in hloc.reduce_predicates; these names are kept here.
+from .reduce_predicates import (command_predicate, message_predicate,  # noqa: E402
+                                mismatch_predicate)

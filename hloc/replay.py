@@ -116,11 +116,12 @@ def reference_skip_reason(module) -> str | None:
     return None
 
 
-def run_side(module, args: list, backend: str, seed: int, devices: int = 1):
-    """(value, compile+run seconds, run seconds) of `module` on `backend`; with
-    `devices` > 1, `args` and the value hold one entry per device."""
+def run_side(module, args: list, backend, seed: int, devices: int = 1):
+    """(value, compile+run seconds, run seconds) of `module` on `backend` (a name in
+    hloc.runner.BACKENDS, or a back-end object); with `devices` > 1, `args` and the
+    value hold one entry per device."""
     from .runner import get_backend, run_module
-    impl = _as_given(get_backend(backend))
+    impl = _as_given(get_backend(backend) if isinstance(backend, str) else backend)
     t0 = time.perf_counter()
     result = _run_prepared(impl, module, args, seed, devices) if impl is not None else \
         run_module(module, args, backend=backend, seed=seed, devices=devices)

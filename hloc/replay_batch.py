@@ -3,8 +3,9 @@
 `expand(paths, stage)` turns the command's arguments (files, dump directories, globs)
 into the HLO files to replay: in a directory, hloc.dumpdir's HLO text files of the
 chosen stage (`before`: `*before_optimizations*` and plain `.hlo` files, the default;
-`after`: `*after_optimizations*`; `all`), never per-pass dumps unless `all`; buffer
-assignments, memory reports, `.ll` and every other non-HLO file are skipped. Files are
+`after`: `*after_optimizations*`; `all`), never per-pass dumps unless `all`; an HloProto
+(`*.hlo.pb`) stands in for a module XLA wrote only as a proto; buffer assignments, memory
+reports, `.ll`, snapshots and every other non-HLO file are skipped. Files are
 grouped by XLA's module number (`module_0007.` ...), then by name. `replay_files(files,
 config, jobs=N)` replays each file (in N worker processes when N > 1) and yields a
 FileResult per file in input order: the outcome, the exit code and the file's
@@ -43,6 +44,14 @@ def _order_key(path: str):
     return (int(m.group(1)) if m else -1, path)
 
 
+def _proto_alone(path: str, texts: set) -> bool:
+    """An HloProto dump (`*.hlo.pb`) whose module XLA did not also write as text (dumps
+    made with --xla_dump_hlo_as_proto alone): replayed from the proto."""
+    if not path.endswith(".hlo.pb"):
+        return False
+    return path[:-len(".hlo.pb")] + ".txt" not in texts
+
+
 def expand(paths, stage: str = "before") -> tuple[list[str], list[str]]:
     """(HLO files to replay, lines saying what was skipped) for the arguments."""
     from .dumpdir import scan
@@ -51,8 +60,11 @@ def expand(paths, stage: str = "before") -> tuple[list[str], list[str]]:
     for arg in paths:
         if os.path.isdir(arg):
             found = []
-            for e in scan(arg):
-                if e.is_hlo and _stage_ok(os.path.basename(e.path), stage):
+            entries = scan(arg)
+            texts = {e.path for e in entries if e.is_hlo}
+            for e in entries:
+                if (e.is_hlo or _proto_alone(e.path, texts)) and \
+                        _stage_ok(os.path.basename(e.path), stage):
                     found.append(e.path)
                 else:
                     skipped.append(f"skipped: {e.path}: "
@@ -85,20 +97,31 @@ class FileResult:
         return STATUS_CODES[self.status]
 
 
-def replay_file(path: str, config, inputs_spec=None) -> FileResult:
+def load_for_replay(path: str, input_format: str | None = None):
+    """(module, arguments or None) of a file: HLO text, or XLA's protos (`.pb` /
+    `.pbtxt`, or `input_format` pb / pbtxt); an HloSnapshot brings its arguments, which
+    run_hlo_module replays with instead of fake ones."""
+    from .proto.reader import proto_format, read_proto
+    from .syntax import parse_modules, read_text
+    fmt = input_format if input_format in ("pb", "pbtxt") else \
+        None if input_format else proto_format(path)
+    if fmt:
+        got = read_proto(path, fmt)
+        return got.module, got.arguments
+    modules = parse_modules(read_text(path), path)
+    if len(modules) != 1:
+        raise InputError(f"{path}: holds {len(modules)} modules; replay takes one per file")
+    return modules[0], None
+
+
+def replay_file(path: str, config, inputs_spec=None, input_format=None) -> FileResult:
     """Load, verify and replay one file; its console text is kept, not printed."""
     from .replay import replay_module
-    from .syntax import parse_modules, read_text
     from .verifier import verify
     out, err = io.StringIO(), io.StringIO()
     try:
-        text = read_text(path)
-        modules = parse_modules(text, path)
-        if len(modules) != 1:
-            raise InputError(f"{path}: holds {len(modules)} modules; replay takes one per file")
-        module = modules[0]
+        module, inputs = load_for_replay(path, input_format)
         verify(module)
-        inputs = None
         if inputs_spec is not None:
             from .inputs import bind_arguments, read_inputs
             inputs = bind_arguments(module, read_inputs(*inputs_spec))
@@ -121,14 +144,33 @@ def replay_file(path: str, config, inputs_spec=None) -> FileResult:
 
 
 def _worker(job):
-    path, config, inputs_spec = job
-    r = replay_file(path, config, inputs_spec)
+    path, config, inputs_spec, input_format = job
+    r = replay_file(path, config, inputs_spec, input_format)
     if r.outcome is not None:      # values stay in the worker: the table needs figures
         r.outcome.arguments, r.outcome.test_values, r.outcome.reference_values = [], [], []
     return r
 
 
-def replay_files(files: list[str], config, *, jobs: int = 1, inputs_spec=None, progress=None):
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _share_cores(jobs: int) -> None:
+    """Worker start: the compiled back end's kernels get this worker's share of the
+    cores (not every core in each of `jobs` workers, which then contend)."""
+    from .runner import BACKENDS
+    cpu = BACKENDS.get("cpu")
+    if cpu is not None and getattr(cpu, "threads", 0) is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+        cpu.threads = max(1, cores // jobs)
+
+
+def replay_files(files: list[str], config, *, jobs: int = 1, inputs_spec=None, progress=None,
+                 input_format=None):
     """FileResults in the order of `files`; `progress` gets a bar over the files."""
     from .progress import NULL
     progress = progress or NULL
@@ -137,17 +179,31 @@ def replay_files(files: list[str], config, *, jobs: int = 1, inputs_spec=None, p
         if jobs <= 1 or len(files) <= 1:
             for f in files:
                 bar.step(os.path.basename(f))
-                yield _worker((f, config, inputs_spec))
+                yield _worker((f, config, inputs_spec, input_format))
             return
         import concurrent.futures as cf
         import multiprocessing
         # fork where there is one: workers start without importing hloc again
         ctx = multiprocessing.get_context(
             "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            futures = [pool.submit(_worker, (f, config, inputs_spec)) for f in files]
-            for f, fut in zip(files, futures):
-                result = fut.result()
+        # Largest files first, so that no long file starts last while the other workers
+        # idle; but a file the size of one already queued (most likely a copy of the same
+        # module: JAX dumps repeat them) after all first ones, so that copies do not
+        # compile side by side but find the first one's object in the cache. Results
+        # still come in the order of `files`.
+        sizes = [_size(f) for f in files]
+        seen: dict[int, int] = {}
+        rank = []
+        for n in sizes:
+            rank.append(seen.get(n, 0))
+            seen[n] = rank[-1] + 1
+        order = sorted(range(len(files)), key=lambda i: (rank[i], -sizes[i]))
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                                    initializer=_share_cores, initargs=(jobs,)) as pool:
+            futures = {i: pool.submit(_worker, (files[i], config, inputs_spec, input_format))
+                       for i in order}
+            for i, f in enumerate(files):
+                result = futures[i].result()
                 bar.step(os.path.basename(f))
                 yield result
     finally:

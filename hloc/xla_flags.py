@@ -112,8 +112,11 @@ def translate(command: str, args: list[str], known: set[str], backends=()) -> li
         name = name.replace("-", "_")       # run_hlo_module's names, either spelling
         if name == "input_format":
             value, i = _value(args, i, name, value)
-            if value.lower() not in ("hlo", "txt", "text"):
-                _refuse(name, f"{value}: hloc reads HLO text only (--input_format=hlo)")
+            if "--input-format" in known:
+                out.append(f"--input-format={value.lower()}")
+            elif value.lower() not in ("hlo", "txt", "text", "pb", "pbtxt"):
+                _refuse(name, f"{value}: hloc reads HLO text, and XLA's protos by their "
+                              f".pb / .pbtxt extension")
             continue
         if name == "input_module":
             value, i = _value(args, i, name, value)

@@ -199,7 +199,9 @@ def test_replay_inputs_and_output_literals(tmp_path):
 
 def test_replay_refusals():
     code, _, err = _invoke(["replay", "--input_format=pb", DENSE])
-    assert code == 2 and "HLO text only" in err
+    assert code == 2 and "not an HloSnapshot, HloProto or HloModuleProto" in err
+    code, _, err = _invoke(["replay", "--input_format=mhlo", DENSE])
+    assert code == 2 and "--input-format" in err
     code, _, err = _invoke(["replay", "--platform=tpu", DENSE])
     assert code == 2 and "--platform" in err
     code, _, err = _invoke(["replay", "--input_literals_file=x.pb", DENSE])
@@ -468,8 +470,10 @@ def broken_log_emitter(monkeypatch):
     object cache, so nothing compiled with it outlives the test)."""
     from llvmlite import ir
 
+    import hloc.backend  # noqa: F401  (registers the emitters, whatever ran before)
     from hloc.ops import facets
     good = facets.get("emit", "log")
+    assert good is not None
 
     def wrong(kb, inst, operands, index):
         v = good(kb, inst, operands, index)
@@ -510,7 +514,8 @@ ENTRY e {
 @pytest.mark.skipif("cpu" not in BACKENDS, reason="no compiled back end")
 def test_broken_emitter_found_and_reduced_on_the_compiled_back_end(broken_log_emitter):
     """A log-softmax on the compiled back end with its `log` emitter broken: replay
-    mismatches, bisect names the (fused) instruction holding the log, reduce keeps it."""
+    mismatches, bisect names the (fused) instruction holding the log and the log inside it,
+    reduce keeps it."""
     from hloc.bisect import bisect
     from hloc.reduce import mismatch_predicate, reduce_module
     m = hloc.parse(LOG_SOFTMAX)
@@ -518,6 +523,57 @@ def test_broken_emitter_found_and_reduced_on_the_compiled_back_end(broken_log_em
     assert not replay_module(m, config).ok
     b = bisect(m, hloc.fake_arguments(m), test_backend="cpu")
     assert b.kind == "instruction" and " log(" in b.after, b.summary
+    # Inside the fusion holding it, the log itself is named, isolated on its own.
+    inner = hloc.parse(b.after)
+    assert b.inner and [i.opcode for i in inner.entry.instructions] == ["parameter", "log"], \
+        b.summary
     r = reduce_module(LOG_SOFTMAX, mismatch_predicate(config))
     assert r.instructions < _count(LOG_SOFTMAX) and " log(" in r.text, r.text
     assert not replay_module(hloc.parse(r.text), config).ok
+
+
+def test_reduce_guided_cut_and_shape_shrinking(wrong_log):
+    """The guided cut names the log among the softmax's instructions in one run, and the
+    shapes of what is left shrink to one element (with recorded inputs: the element
+    keeps the value the big module computed there, so it still mismatches)."""
+    from hloc.reduce import mismatch_predicate, reduce_module
+    x = np.linspace(0.5, 2.0, 256, dtype=np.float32).reshape(4, 64)
+    r = reduce_module(LOG_SOFTMAX, mismatch_predicate(ReplayConfig(test_backend=wrong_log)),
+                      inputs=[x])
+    small = hloc.parse(r.text)
+    assert [i.opcode for i in small.entry.instructions] == ["parameter", "log"], r.text
+    assert small.entry.root.shape.dims == (1,) and r.arguments[0].shape == (1,)
+    assert not replay_module(small, ReplayConfig(test_backend=wrong_log),
+                             inputs=r.arguments).ok
+    assert r.evaluations <= 8, r.evaluations          # the guide, not a search, found it
+    # constants=True: the element becomes a constant, a reproducer without an input file,
+    # when that still fails: not through the pipeline, which folds log(constant) ...
+    c = reduce_module(LOG_SOFTMAX, mismatch_predicate(ReplayConfig(test_backend=wrong_log)),
+                      inputs=[x], constants=True)
+    assert c.text == r.text and c.arguments[0].shape == (1,)
+    # ... but without it.
+    raw = ReplayConfig(test_backend=wrong_log, run_test_passes=False)
+    c = reduce_module(LOG_SOFTMAX, mismatch_predicate(raw), inputs=[x], constants=True)
+    small = hloc.parse(c.text)
+    assert [i.opcode for i in small.entry.instructions] == ["constant", "log"], c.text
+    assert c.arguments == [] and not replay_module(small, raw).ok
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("cpu" not in BACKENDS, reason="no compiled back end")
+def test_reduce_training_step_on_the_compiled_back_end(broken_log_emitter):
+    """The 2,556-instruction training step on the compiled back end with its `log`
+    emitter broken, reduced with the recorded inputs: a one-element log, found with a
+    few predicate runs (benchmarks/reduce_compiled.py times it)."""
+    from hloc.reduce import mismatch_predicate, reduce_module
+    src = os.path.join(ROOT, "testdata", "reduce", "bert6_train_step.before_optimizations.hlo")
+    text = open(src).read()
+    module = hloc.parse(text)
+    npz = np.load(os.path.join(ROOT, "testdata", "reduce", "bert6_train_step.npz"))
+    args = [npz[f"in{i}"] for i in range(len(module.entry.parameters))]
+    r = reduce_module(text, mismatch_predicate(ReplayConfig(test_backend="cpu")), inputs=args)
+    small = hloc.parse(r.text)
+    assert r.start_instructions >= 2000 and r.instructions <= 10
+    assert any(i.opcode == "log" for i in small.entry.instructions), r.text
+    assert r.evaluations <= 20, r.evaluations
+    assert not replay_module(small, ReplayConfig(test_backend="cpu"), inputs=r.arguments).ok

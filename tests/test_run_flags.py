@@ -62,7 +62,7 @@ def test_input_module_and_print_literals(mod):
 @pytest.mark.parametrize("flags,words", [
     (["--platform=cuda"], "no GPU back end"),
     (["--reference_platform=interpreter"], "--expected OUT.npz"),
-    (["--input_format=pb"], "HLO text only"),
+    (["--input_format=mhlo"], "hloc reads HLO text"),
     (["--xla_dump_to=/tmp/x"], "hloc opt MODULE --dump-to DIR"),
     (["--xla_disable_hlo_passes=dce"], "no HLO passes"),
     (["--xla_enable_hlo_passes_only=dce"], "no HLO passes"),
