@@ -53,7 +53,7 @@ def called_module_text(inst) -> str | None:
         return None
     body = called[0]
     parts = [f"HloModule inside_{inst.name.replace('.', '_')}\n"]
-    parts += [computation_to_text(c) for c in _called_closure(inst) if c is not body]
+    parts += [computation_to_text(c) for c in callee_post_order(inst.called_computations()) if c is not body]
     text = computation_to_text(body)
     parts.append(text if body.is_entry else "ENTRY " + text)
     return "\n\n".join(parts) + "\n"
