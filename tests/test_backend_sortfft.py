@@ -126,3 +126,55 @@ def test_sort_large_row_f32(tmp_path):
     x[::97] = np.nan
     text = _sort_text("f32", [100000], 0, "LT", "TOTALORDER")
     _same_bits(*_both(text, [x], tmp_path))
+
+
+FFT_SIZES = [1, 2, 3, 5, 7, 8, 64, 100, 1000, 4096]
+
+
+def _fft_case(kind, dt, batch, lengths):
+    """(input type, output type) text of an fft of `kind` over `lengths` with `batch` dims."""
+    real, cplx = dt, {"f32": "c64", "f64": "c128"}[dt]
+    last = lengths[-1]
+    half = list(lengths[:-1]) + [last // 2 + 1]
+    dims = lambda ds: ",".join(map(str, list(batch) + list(ds)))   # noqa: E731
+    if kind in ("FFT", "IFFT"):
+        return f"{cplx}[{dims(lengths)}]", f"{cplx}[{dims(lengths)}]"
+    if kind == "RFFT":
+        return f"{real}[{dims(lengths)}]", f"{cplx}[{dims(half)}]"
+    return f"{cplx}[{dims(half)}]", f"{real}[{dims(lengths)}]"
+
+
+def _run_fft(kind, dt, batch, lengths, tmp_path, spec=ErrorSpec(1e-5, 1e-5)):
+    ins, outs = _fft_case(kind, dt, batch, lengths)
+    text = (f"HloModule m\nENTRY e {{\n  a = {ins} parameter(0)\n"
+            f"  ROOT r = {outs} fft(a), fft_type={kind}, fft_length={{{','.join(map(str, lengths))}}}\n}}\n")
+    module = hloc.parse(text)
+    shape = module.entry.parameters[0].shape
+    rng = np.random.default_rng(sum(lengths) + len(batch))
+    x = rng.standard_normal(shape.dims)
+    if shape.dtype.kind == "complex":
+        x = x + 1j * rng.standard_normal(shape.dims)
+    x = x.astype(shape.dtype.np)
+    want, got = _both(text, [x], tmp_path)
+    res = near(want, got, spec)
+    assert res.ok, res
+    # the values really are transforms (guards against a vacuous comparison)
+    assert np.abs(np.asarray(want)).max() > 0
+
+
+@pytest.mark.parametrize("n", FFT_SIZES)
+@pytest.mark.parametrize("kind", ["FFT", "IFFT", "RFFT", "IRFFT"])
+def test_fft_1d_sizes(kind, n, tmp_path):
+    _run_fft(kind, "f32", [2], [n], tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["FFT", "IFFT", "RFFT", "IRFFT"])
+@pytest.mark.parametrize("lengths", [[1000], [4096], [8, 5], [3, 7, 2]])
+def test_fft_f64_tight(kind, lengths, tmp_path):
+    _run_fft(kind, "f64", [], lengths, tmp_path, ErrorSpec(1e-10, 1e-10))
+
+
+@pytest.mark.parametrize("kind", ["FFT", "IFFT", "RFFT", "IRFFT"])
+@pytest.mark.parametrize("lengths", [[5, 8], [64, 100], [4, 6, 10], [16, 16, 16], [1, 3, 1]])
+def test_fft_nd_batched(kind, lengths, tmp_path):
+    _run_fft(kind, "f32", [3, 2], lengths, tmp_path)
