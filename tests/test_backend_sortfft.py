@@ -178,3 +178,41 @@ def test_fft_f64_tight(kind, lengths, tmp_path):
 @pytest.mark.parametrize("lengths", [[5, 8], [64, 100], [4, 6, 10], [16, 16, 16], [1, 3, 1]])
 def test_fft_nd_batched(kind, lengths, tmp_path):
     _run_fft(kind, "f32", [3, 2], lengths, tmp_path)
+
+
+@pytest.mark.parametrize("text", [
+    # non-default layouts on both sides
+    "a = c64[3,8,5]{0,1,2} parameter(0)\n  ROOT r = c64[3,8,5]{1,0,2} fft(a), fft_type=FFT, fft_length={8,5}",
+    "a = f64[4,6]{0,1} parameter(0)\n  ROOT r = c128[4,4]{0,1} fft(a), fft_type=RFFT, fft_length={6}",
+    # fft_length shorter than the operand (truncated input, zero output tail), as numpy's s=
+    "a = c64[2,10] parameter(0)\n  ROOT r = c64[2,10] fft(a), fft_type=IFFT, fft_length={7}",
+    "a = c128[2,3,9] parameter(0)\n  ROOT r = f64[2,3,16] fft(a), fft_type=IRFFT, fft_length={3,16}",
+], ids=["layouts", "rfft-layout", "truncated", "irfft-even"])
+def test_fft_layouts_and_lengths(text, tmp_path):
+    text = f"HloModule m\nENTRY e {{\n  {text}\n}}\n"
+    module = hloc.parse(text)
+    shape = module.entry.parameters[0].shape
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape.dims)
+    if shape.dtype.kind == "complex":
+        x = x + 1j * rng.standard_normal(shape.dims)
+    x = x.astype(shape.dtype.np)
+    want, got = _both(text, [x], tmp_path)
+    assert near(want, got, ErrorSpec(1e-5, 1e-5)).ok
+
+
+def test_sort_matches_merge_order_not_insertion_order_with_nan(tmp_path):
+    """A FLOAT LT meeting NaN is no strict weak order: the order is the interpreter's merge
+    sort's (an insertion sort gives another order on this input)."""
+    x = np.array([3, np.nan, 1, 2, np.nan, 0, 5, 4, 7, 6, np.nan, 9, 8, -1, np.nan, 2, 1],
+                 dtype=np.float32)
+    text = _sort_text("f32", [x.size], 0, "LT")
+    want, got = _both(text, [x], tmp_path)
+    _same_bits(want, got)
+    ins = list(x)                          # a stable insertion sort under the same compare
+    for i in range(1, len(ins)):
+        j = i
+        while j > 0 and ins[j] < ins[j - 1]:
+            ins[j - 1], ins[j] = ins[j], ins[j - 1]
+            j -= 1
+    assert np.asarray(ins, dtype=np.float32).tobytes() != np.asarray(want).tobytes()

@@ -2,9 +2,10 @@
 
 Per batch element the transformed block is built as a full complex f64 array of
 fft_length (inputs truncated or zero-padded; RFFT's real input with zero imaginary part;
-IRFFT's half spectrum through its Hermitian extension over all transformed dims, whose
-real part is numpy.irfftn's result), then transformed line by line along each
-transformed dimension, then written out (RFFT keeps the first L/2+1 of the last dim,
+IRFFT's half spectrum), then transformed line by line along each transformed dimension
+(numpy's order: RFFT the last dim first, then the others on the L/2+1 kept columns only;
+IRFFT the others on the half spectrum, then each last-dim row extended Hermitian,
+conj(X[L-k]), and inverse-transformed, keeping the real part), then written out (RFFT keeps the first L/2+1 of the last dim,
 IRFFT the real part, 1/N on the inverses) in the output's element type and layout.
 This is the interpreter's convention (numpy.fft in f64; HloEvaluator's FftTransform).
 
@@ -268,9 +269,17 @@ def _emit_fft(kb, inst, ops, outputs):
                 bivs.append(cm.__enter__())
                 stack.append(cm)
             _load_block(kb, c, kind, ops[0], src, bivs, lengths, at["block"])
-            for a, (L, (m, _, _, _)) in enumerate(zip(lengths, plans)):
-                if L > 1:
-                    _transform_dim(kb, c, line_fn, at, a, lengths, m, inverse)
+            # RFFT/IRFFT: the other dims only on the L/2+1 columns of the half spectrum
+            half = lengths[-1] // 2 + 1 if kind in ("RFFT", "IRFFT") else None
+            order = list(range(r))
+            if kind == "RFFT":
+                order = [r - 1] + order[:-1]
+            for a in order:
+                if kind == "IRFFT" and a == r - 1:
+                    _hermitian_extend(kb, c, lengths, at["block"])
+                if lengths[a] > 1:
+                    _transform_dim(kb, c, line_fn, at, a, lengths, plans[a][0], inverse,
+                                   half if a < r - 1 else None)
             _store_block(kb, c, kind, out, optr, bivs, lengths, at["block"], out_t,
                          1.0 / total if inverse else 1.0)
             for cm in reversed(stack):
@@ -292,13 +301,12 @@ def _load_block(kb, c, kind, gen, src, bivs, lengths, block):
     zero = ir.Constant(F64, 0.0)
     stack, ns = [], []
     for k, n in enumerate(lengths):
+        if kind == "IRFFT" and k == r - 1:
+            n = n // 2 + 1          # the half spectrum; _hermitian_extend fills the rest
         cm = for_range(b, 0, n, name=f"fl{k}")
         ns.append(cm.__enter__())
         stack.append(cm)
-    pos, conj = list(ns), None
-    if kind == "IRFFT":       # k_last > L/2: conj(X[-k mod L]) over all transformed dims
-        conj = b.icmp_signed(">", ns[-1], i64(lengths[-1] // 2))
-        pos = [b.select(conj, b.urem(b.sub(i64(n), p), i64(n)), p) for p, n in zip(ns, lengths)]
+    pos = list(ns)
     inside = ir.Constant(ir.IntType(1), 1)
     multi = list(bivs)
     for k in range(r):
@@ -314,31 +322,46 @@ def _load_block(kb, c, kind, gen, src, bivs, lengths, block):
     else:
         xr = b.fpext(x, F64) if x.type == F32 else x
         xi = zero
-    if conj is not None:
-        xi = b.select(conj, b.fneg(xi), xi)
     c.store(block, _row_major(b, ns, lengths), (b.select(inside, xr, zero), b.select(inside, xi, zero)))
     for cm in reversed(stack):
         cm.__exit__(None, None, None)
 
 
-def _transform_dim(kb, c, line_fn, at, a, lengths, m, inverse):
+def _hermitian_extend(kb, c, lengths, block):
+    """IRFFT, once the other dims are transformed: block[.., k] = conj(block[.., L-k]) for
+    k > L/2 along the last dim (numpy.irfft's extension of each row)."""
+    b = kb.b
+    L = lengths[-1]
+    with for_range(b, 0, math.prod(lengths[:-1]), name="he") as row:
+        start = b.mul(row, i64(L))
+        with for_range(b, L // 2 + 1, L, name="hk") as k:
+            v = c.load(block, b.add(start, b.sub(i64(L), k)))
+            c.store(block, b.add(start, k), (v[0], b.fneg(v[1])))
+
+
+def _transform_dim(kb, c, line_fn, at, a, lengths, m, inverse, cols=None):
     """Every line of the block along transformed dim `a` through fft.line (inverse lines
-    as conj(FFT(conj(x))))."""
+    as conj(FFT(conj(x)))); with `cols`, only lines whose last-dim index is < cols."""
     b = kb.b
     L = lengths[a]
     inner = math.prod(lengths[a + 1:])
     outer = math.prod(lengths[:a])
+    last = lengths[-1]
     block, line = at["block"], at["line"]
-    with for_range(b, 0, outer, name=f"lo{a}") as o:
-        with for_range(b, 0, inner, name=f"li{a}") as i:
-            start = b.add(b.mul(o, i64(L * inner)), i)
-            with for_range(b, 0, L, name=f"lg{a}") as t:
-                v = c.load(block, b.add(start, b.mul(t, i64(inner))))
-                c.store(line, t, (v[0], b.fneg(v[1])) if inverse else v)
-            b.call(line_fn, [line, i64(L), i64(m), at[f"tw{a}"], at[f"ch{a}"], at[f"bf{a}"], at["work"]])
-            with for_range(b, 0, L, name=f"ls{a}") as t:
-                v = c.load(line, t)
-                c.store(block, b.add(start, b.mul(t, i64(inner))), (v[0], b.fneg(v[1])) if inverse else v)
+    if cols is None or cols >= last:
+        cols, last = inner, inner
+    with for_range(b, 0, outer, name=f"lo{a}") as o, \
+            for_range(b, 0, inner // last, name=f"lm{a}") as mid, \
+            for_range(b, 0, cols, name=f"li{a}") as col:
+        i = b.add(b.mul(mid, i64(last)), col)
+        start = b.add(b.mul(o, i64(L * inner)), i)
+        with for_range(b, 0, L, name=f"lg{a}") as t:
+            v = c.load(block, b.add(start, b.mul(t, i64(inner))))
+            c.store(line, t, (v[0], b.fneg(v[1])) if inverse else v)
+        b.call(line_fn, [line, i64(L), i64(m), at[f"tw{a}"], at[f"ch{a}"], at[f"bf{a}"], at["work"]])
+        with for_range(b, 0, L, name=f"ls{a}") as t:
+            v = c.load(line, t)
+            c.store(block, b.add(start, b.mul(t, i64(inner))), (v[0], b.fneg(v[1])) if inverse else v)
 
 
 def _store_block(kb, c, kind, out, optr, bivs, lengths, block, out_t, scale):
