@@ -130,14 +130,27 @@ def _pow2_fn(kb):
     b.position_at_end(body)
     length = b.shl(h, i64(1))
     step = b.udiv(m, length)
-    with for_range(b, 0, b.udiv(m, length), name="blk") as blk:
-        start = b.mul(blk, length)
-        with for_range(b, 0, h, name="bf") as k:
-            w = c.load(tw, b.mul(k, step))
-            p, q = b.add(start, k), b.add(b.add(start, k), h)
-            u, v = c.load(data, p), c.mul(c.load(data, q), w)
-            c.store(data, p, (b.fadd(u[0], v[0]), b.fadd(u[1], v[1])))
-            c.store(data, q, (b.fsub(u[0], v[0]), b.fsub(u[1], v[1])))
+    nblk = b.udiv(m, length)
+
+    def butterfly(blk, k, w):
+        p = b.add(b.mul(blk, length), k)
+        q = b.add(p, h)
+        u, v = c.load(data, p), c.mul(c.load(data, q), w)
+        c.store(data, p, (b.fadd(u[0], v[0]), b.fadd(u[1], v[1])))
+        c.store(data, q, (b.fsub(u[0], v[0]), b.fsub(u[1], v[1])))
+    # the longer loop innermost (early stages: many blocks of few butterflies) while the
+    # line stays in cache; long lines keep the block-sequential order
+    k_outer = b.and_(b.icmp_unsigned("<", h, nblk), b.icmp_unsigned("<=", m, i64(2048)))
+    with b.if_else(k_outer) as (few, many):
+        with few:
+            with for_range(b, 0, h, name="bk") as k:
+                w = c.load(tw, b.mul(k, step))
+                with for_range(b, 0, nblk, name="bb") as blk:
+                    butterfly(blk, k, w)
+        with many:
+            with for_range(b, 0, nblk, name="blk") as blk:
+                with for_range(b, 0, h, name="bf") as k:
+                    butterfly(blk, k, c.load(tw, b.mul(k, step)))
     b.store(length, half)
     b.branch(head)
     b.position_at_end(done)
