@@ -216,3 +216,14 @@ def test_sort_matches_merge_order_not_insertion_order_with_nan(tmp_path):
             ins[j - 1], ins[j] = ins[j], ins[j - 1]
             j -= 1
     assert np.asarray(ins, dtype=np.float32).tobytes() != np.asarray(want).tobytes()
+
+
+def test_sort_rows_split_over_work_groups(tmp_path):
+    from hloc.backend import parallel
+    text = _sort_text("f32", [512, 1000], 1, "GT", "TOTALORDER", extra_ops=["s32"])
+    module = hloc.parse(text)
+    assert parallel.work_groups(module.entry.root) > 1       # the rows really are split
+    rng = np.random.default_rng(13)
+    x = rng.integers(0, 50, size=(512, 1000)).astype(np.float32)
+    idx = np.broadcast_to(np.arange(1000, dtype=np.int32), (512, 1000)).copy()
+    _same_bits(*_both(text, [x, idx], tmp_path))

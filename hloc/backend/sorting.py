@@ -1,6 +1,6 @@
 """sort as a kernel emitter: the interpreter's (HloEvaluator's) stable merge sort, compiled.
 
-Every row along the sort dimension is copied into a contiguous scratch row, sorted there
+Every row along the sort dimension is read from the operands into a contiguous scratch row, sorted there
 by a recursive function `sortrec(bufs, lo, n)` emitted once per sort kernel with the
 comparator inlined, and copied back into the outputs (any layout, any sort dimension,
 variadic operands permuted together). `sortrec` is HloEvaluator's algorithm exactly —
@@ -8,7 +8,8 @@ top-down halves (`n // 2` on the left, the right half sorted first), binary inse
 below 9 elements, merge taking the right element only when it is strictly less — so
 the compiled order is the interpreter's bit for bit even for comparators that are no
 strict weak order (a FLOAT compare meeting NaN). O(n log n) comparisons, recursion
-depth log2(n).
+depth log2(n). Rows are split over the kernel's work groups (wg of nwg: rows
+[R*wg/nwg, R*(wg+1)/nwg)), so the runtime may sort them on several threads.
 
 Scratch is one `malloc` per kernel call (two rows of every operand), freed before the
 kernel returns. If it cannot be allocated, rows are sorted in place in the outputs by a
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .indexing import _copy_all
 from .loops import Index, for_range, i64
 from .registry import emits_kernel
 from .types import I64, PTR, VOID, load_elem, storage_type, store_elem
@@ -188,15 +188,27 @@ def _merge(kb, comp, rows, lo, mid, hi, keep):
 @emits_kernel("sort")
 def _emit_sort(kb, inst, ops, outputs):
     b = kb.b
-    for gen, (ptr, shape) in zip(ops, outputs):
-        _copy_all(kb, gen, ptr, shape)
     shape = outputs[0][1]
-    dim = inst.attrs["dimensions"][0]
-    n = shape.dims[dim] if shape.size else 0
-    if n < 2:
+    if shape.size == 0:
         return
+    dim = inst.attrs["dimensions"][0]
+    n = shape.dims[dim]
     comp = inst.attrs["to_apply"]
     dts = [s.dtype for _, s in outputs]
+    in_shapes = [o.shape for o in inst.operands]
+
+    def read(ptrs, t):
+        """The operands' elements at position t of the row (as compute values)."""
+        return [gen(Index(b, s, multi=[t if d == dim else iv for d, iv in enumerate(ptrs.ivs)]))
+                for gen, s in zip(ops, in_shapes)]
+
+    def copy_row(ptrs):
+        with for_range(b, 0, n, name="rcp") as t:
+            for (p, s), v in zip(ptrs(t), read(ptrs, t)):
+                store_elem(b, s.dtype, v, p)
+    if n < 2:
+        _each_row(kb, outputs, dim, copy_row)
+        return
     sizes = [(_nbytes(storage_type(dt)) * n + _ALIGN - 1) // _ALIGN * _ALIGN for dt in dts]
     malloc = kb.mcx.libm("malloc", PTR, [I64])
     free = kb.mcx.libm("free", VOID, [PTR])
@@ -204,7 +216,10 @@ def _emit_sort(kb, inst, ops, outputs):
     failed = b.icmp_unsigned("==", b.ptrtoint(base, I64), i64(0))
     with b.if_else(failed) as (then, otherwise):
         with then:
-            _each_row(kb, outputs, dim, lambda ptrs: _insertion_row(kb, comp, ptrs, n))
+            def in_place(ptrs):
+                copy_row(ptrs)
+                _insertion_row(kb, comp, ptrs, n)
+            _each_row(kb, outputs, dim, in_place)
         with otherwise:
             bufs = kb.alloca_entry(ir.ArrayType(PTR, 2 * len(dts)), name="sort.bufs")
             off = 0
@@ -218,7 +233,7 @@ def _emit_sort(kb, inst, ops, outputs):
 
             def one_row(ptrs):
                 with for_range(b, 0, n, name="rin") as t:
-                    rows.store(rows.a, t, [load_elem(b, s.dtype, p) for p, s in ptrs(t)])
+                    rows.store(rows.a, t, read(ptrs, t))
                 b.call(rec, [bufs, i64(0), i64(n)])
                 with for_range(b, 0, n, name="rout") as t:
                     for (p, s), v in zip(ptrs(t), rows.load(rows.a, t)):
@@ -227,27 +242,38 @@ def _emit_sort(kb, inst, ops, outputs):
             b.call(free, [base])
 
 
+# kernels.data_parallel: this kernel honours its work-group arguments (rows split)
+_emit_sort.splits_rows = True
+
+
 def _each_row(kb, outputs, dim, body):
-    """body(ptrs) for each row along `dim`; ptrs(pos) -> [(element pointer, shape)]."""
+    """body(ptrs) for each row along `dim` of this work group's share of the rows (the
+    kernel's wg of nwg); ptrs(pos) -> [(output element pointer, shape)], ptrs.ivs the
+    row's multi-index (the sort dimension's entry unused)."""
     b = kb.b
     shape = outputs[0][1]
     others = [d for d in range(shape.rank) if d != dim]
-    stack, ivs = [], {}
+    nrows = 1
     for d in others:
-        cm = for_range(b, 0, shape.dims[d], name=f"s{d}")
-        ivs[d] = cm.__enter__()
-        stack.append(cm)
+        nrows *= shape.dims[d]
+    wg, nwg = kb.fn.args[1], kb.fn.args[2]
+    lo = b.udiv(b.mul(i64(nrows), wg), nwg, name="rows.lo")
+    hi = b.udiv(b.mul(i64(nrows), b.add(wg, i64(1))), nwg, name="rows.hi")
+    with for_range(b, lo, hi, name="row") as row:
+        ivs, rem = [i64(0)] * shape.rank, row
+        for d in reversed(others):
+            ivs[d] = b.urem(rem, i64(shape.dims[d]))
+            rem = b.udiv(rem, i64(shape.dims[d]))
 
-    def ptrs(pos):
-        out = []
-        for ptr, s in outputs:
-            multi = [pos if d == dim else ivs[d] for d in range(s.rank)]
-            out.append((b.gep(ptr, [Index(b, s, multi=multi).linear], source_etype=storage_type(s.dtype),
-                              inbounds=True), s))
-        return out
-    body(ptrs)
-    for cm in reversed(stack):
-        cm.__exit__(None, None, None)
+        def ptrs(pos):
+            out = []
+            for ptr, s in outputs:
+                multi = [pos if d == dim else ivs[d] for d in range(s.rank)]
+                out.append((b.gep(ptr, [Index(b, s, multi=multi).linear],
+                                  source_etype=storage_type(s.dtype), inbounds=True), s))
+            return out
+        ptrs.ivs = ivs
+        body(ptrs)
 
 
 def _insertion_row(kb, comp, ptrs, n):
