@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import math
 import re
 import signal
 import sys
@@ -64,8 +65,8 @@ MAX_WORK = 2e7      # element operations per module (interpreter time: about a s
 def work(module) -> float:
     """Rough element operations of one run: every output element, times the contraction
     length for dot, the window volume times input features for convolution, the
-    transform size for fft and the row length for sort (the compiled fft is a direct DFT
-    and the compiled sort an insertion sort: both quadratic)."""
+    log2 of the transform size for fft and of the row length for sort (both compile to
+    O(n log n) algorithms)."""
     total = 0.0
     for comp in module.computations:
         for inst in comp.instructions:
@@ -78,12 +79,11 @@ def work(module) -> float:
                 lhs = inst.operands[0].shape
                 for d in inst.attrs.get("lhs_contracting_dims", ()):
                     size *= lhs.dims[d]
-            elif inst.opcode == "fft":          # the compiled fft is a direct DFT
-                for n in inst.attrs.get("fft_length", ()):
-                    size *= n
-            elif inst.opcode == "sort":         # the compiled sort is an insertion sort
+            elif inst.opcode == "fft":          # radix-2 / Bluestein (about 2x a radix-2)
+                size *= 2 * max(sum(math.log2(max(n, 1)) for n in inst.attrs.get("fft_length", ())), 1)
+            elif inst.opcode == "sort":         # a merge sort
                 dims = inst.operands[0].shape.dims
-                size *= dims[inst.attrs.get("dimensions", (0,))[0]] if dims else 1
+                size *= max(math.log2(max(dims[inst.attrs.get("dimensions", (0,))[0]], 1)), 1) if dims else 1
             elif inst.opcode == "convolution":
                 rhs = inst.operands[1].shape
                 out_features = max(inst.shape.dims[-1] if inst.shape.rank else 1, 1)

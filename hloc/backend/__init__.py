@@ -14,11 +14,11 @@ Layout (one job per module):
   indexing.py     gather (generator, clamped) and scatter (kernel, dropped windows)
   windows.py      reduce-window (generator)
   convolution.py  convolution (generator; groups, dilations, padding, reversal)
-  sorting.py      sort (kernel; comparator inlined)
+  sorting.py      sort (kernel; HloEvaluator's merge sort, comparator inlined)
   custom_calls.py topk and the custom-call table (TopK, identity targets, jaxlib's LAPACK)
   lapack.py       jaxlib's LAPACK custom-calls as calls of OpenBLAS's LAPACK (scratch, workspace)
   linalg.py       triangular-solve (kernel, substitution in place)
-  fft.py          fft (direct DFT per element, f64)
+  fft.py          fft (kernel; radix-2 / Bluestein lines in f64)
   rng.py          rng-bit-generator (Philox / ThreeFry, bit-exact with the interpreter); rng
                   (a Philox stream per instruction and run: random, not the interpreter's)
   kernels.py      one kernel function per fusion / unfused op (work-group ABI)

@@ -113,10 +113,12 @@ def emit_kernel(mcx, inst) -> ir.Function:
 
 def data_parallel(inst) -> bool:
     """Whether emit_kernel's kernel for `inst` honours its work-group arguments (the
-    loop below); kernel emitters (scatter, sort, ...) write whole buffers themselves."""
+    loop below); kernel emitters (scatter, ...) write whole buffers themselves, unless
+    they split their own work by wg/nwg and say so with `fn.splits_rows` (sort)."""
     root = inst.attrs["calls"].root if inst.opcode == "fusion" else inst
     emitter = emitter_of(root.opdef)
-    return not (emitter is not None and emitter.kind == KERNEL)
+    # a kernel emitter may split its own work (sort: rows) and say so
+    return not (emitter is not None and emitter.kind == KERNEL) or getattr(emitter.fn, "splits_rows", False)
 
 
 def _loop(kb, gen, targets, wg, nwg):
