@@ -12,7 +12,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import blas, buffers, collective_calls, parallel
+from . import blas, buffers, collective_calls, conv_gemm, parallel
 from .context import ptr_arg
 from .kernels import data_parallel, emit_kernel
 from .loops import i64
@@ -154,6 +154,8 @@ class _Emitter:
                 self.tuple_select(inst)
             case "dot" if (gemm := blas.plan(inst, self.mcx.options)) is not None:
                 blas.emit_call(self, inst, gemm)
+            case "convolution" if (cg := conv_gemm.plan(inst, self.mcx.options)) is not None:
+                conv_gemm.emit(self, inst, cg)
             case _ if collective_calls.is_device_op(inst):
                 collective_calls.emit(self, inst)
             case _:

@@ -1,0 +1,197 @@
+"""Large convolutions through GEMM: im2col in fixed row chunks, then the dot path's gemm.
+
+A standalone `convolution` is computed here (in its computation's function, like a BLAS
+dot) instead of by the direct element generator (hloc.backend.convolution) when: xla-cpu
+numerics (GEMM sums in another order; ieee keeps the direct loops' order); f32/f64
+operands and result of one type; feature_group_count = batch_group_count = 1; the
+kernel's output-feature dimension is its physically major-most or minor-most one (so
+the kernel is a [K x O] matrix with a unit stride, K = its other dimensions in physical
+order); and the product M*O*K (M = output positions) is at least CONV_GEMM_MIN_WORK.
+Strides, padding (negative too), base and window dilation and reversal are all index
+arithmetic of the im2col copy, which reads every tap bounds-checked (a tap outside the
+input stores 0 and its read is clamped into the buffer).
+
+The output's rows are its batch and spatial positions. Where the output feature is the
+minor-most physical dimension, C[rows x O] = A[rows x K] W[K x O] with rows in physical
+order; otherwise the positions physically outside the feature dimension are an outer
+loop and, per outer index, C^T[O x rows] = W^T A^T over the inner positions. The im2col
+matrix A is built CHUNK rows at a time in a stack buffer of at most SCRATCH_BYTES
+(no arena space), one gemm per chunk: gemm is `hloc.backend.blas`'s (NumPy's OpenBLAS in
+the JIT, the emitted GEMM of hloc.backend.gemm with Options(gemm="emitted"), the AOT
+library). The chunk size depends on the shape only, and every output element is one
+gemm's dot over K, so results do not depend on the thread count.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from .loops import for_range, i64, minor_to_major, strides
+from .types import F32, F64, I1, I32, opaque
+
+# Below this many multiply-adds the direct loops are as fast (see benchmarks/conv.py).
+CONV_GEMM_MIN_WORK = 32 ** 3
+SCRATCH_BYTES = 128 * 1024      # the im2col chunk lives on the stack
+MIN_CHUNK = 16                  # fewer rows per gemm than this: direct loops instead
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+
+
+@dataclass
+class ConvGemm:
+    dt: object
+    outer: list          # output dims looped outside the gemm (physical order, major first)
+    rows: list           # output dims that are gemm rows (physical order, major first)
+    n_rows: int
+    swap: bool           # C^T = W^T A^T (output feature not minor-most)
+    kdims: list          # kernel dims of K in physical order (major first)
+    k: int
+    o: int
+    w_o_minor: bool      # the kernel's output feature is its minor-most dimension
+    chunk: int
+
+
+def plan(inst, options) -> ConvGemm | None:
+    """A ConvGemm for `inst` (a convolution) or None when the direct loops compute it."""
+    if inst.opcode != "convolution" or not options.xla or inst.shape.is_tuple:
+        return None
+    a = inst.attrs
+    dn, window = a["dim_labels"], a.get("window")
+    lhs, rhs, out = inst.operands[0].shape, inst.operands[1].shape, inst.shape
+    dt = out.dtype
+    if dt.name not in ("f32", "f64") or lhs.dtype != dt or rhs.dtype != dt:
+        return None
+    if (a.get("feature_group_count") or 1) != 1 or (a.get("batch_group_count") or 1) != 1:
+        return None
+    nsp = len(dn.input_spatial)
+    if window is None or len(list(window.dims or ())) != nsp:
+        return None
+    if min(lhs.size, rhs.size, out.size) <= 0:
+        return None
+    kphys = list(reversed(minor_to_major(rhs)))
+    ko = dn.kernel_output_feature
+    if kphys[0] == ko:
+        w_o_minor = False
+    elif kphys[-1] == ko:
+        w_o_minor = True
+    else:
+        return None
+    kdims = [d for d in kphys if d != ko]
+    k = 1
+    for d in kdims:
+        k *= rhs.dims[d]
+    o = rhs.dims[ko]
+    ophys = list(reversed(minor_to_major(out)))
+    at = ophys.index(dn.output_feature)
+    outer, rows = ophys[:at], ophys[at + 1:]
+    swap = bool(rows)
+    if not swap:
+        outer, rows = [], outer
+    n_rows = 1
+    for d in rows:
+        n_rows *= out.dims[d]
+    m_total = out.size // o
+    if m_total * o * k < CONV_GEMM_MIN_WORK:
+        return None
+    item = dt.np.itemsize
+    chunk = min(n_rows, max(1, SCRATCH_BYTES // (k * item)))
+    if chunk < min(MIN_CHUNK, n_rows):
+        return None
+    return ConvGemm(dt, outer, rows, n_rows, swap, kdims, k, o, w_o_minor, chunk)
+
+
+def _digits(b, linear, dims, sizes):
+    """The multi-index (dict dim -> i64) of `linear` over `dims` (major first)."""
+    out = {}
+    for d in reversed(dims):
+        n = sizes[d]
+        out[d] = b.urem(linear, i64(n)) if n > 1 else i64(0)
+        linear = b.udiv(linear, i64(n)) if n > 1 else linear
+    return out
+
+
+def emit(em, inst, p: ConvGemm) -> None:
+    """The im2col copies and gemm calls of `p` in computation emitter `em`."""
+    from .blas import _decl
+    b, mcx = em.b, em.mcx
+    a = inst.attrs
+    dn, wdims = a["dim_labels"], list(a["window"].dims)
+    lhs, rhs, out = inst.operands[0].shape, inst.operands[1].shape, inst.shape
+    t = F32 if p.dt.name == "f32" else F64
+    item = p.dt.np.itemsize
+    fn = _decl(mcx, p.dt)
+    (lbuf,), (rbuf,), (obuf,) = em.leaves(inst.operands[0]), em.leaves(inst.operands[1]), em.leaves(inst)
+    x_ptr, w_ptr, c_ptr = em.ptr(lbuf), em.ptr(rbuf), em.ptr(obuf)
+    with b.goto_entry_block():
+        insts = em.fn.entry_basic_block.instructions
+        if insts:
+            b.position_before(insts[0])
+        slot = b.alloca(ir.ArrayType(t, p.chunk * p.k), name=f"{inst.name}.im2col")
+        slot.align = 64
+        scratch = opaque(b, slot)
+    sl = strides(lhs)
+    osz = list(out.dims)
+    n_outer = 1
+    for d in p.outer:
+        n_outer *= osz[d]
+    ksp = {dn.kernel_spatial[j]: j for j in range(len(wdims))}
+    with for_range(b, 0, n_outer, name=f"{inst.name}.outer") as oi, \
+            for_range(b, 0, (p.n_rows + p.chunk - 1) // p.chunk, name=f"{inst.name}.chunk") as ci:
+        outer_idx = _digits(b, oi, p.outer, osz)
+        row0 = b.mul(ci, i64(p.chunk))
+        left = b.sub(i64(p.n_rows), row0)
+        rows_here = b.select(b.icmp_signed("<", left, i64(p.chunk)), left, i64(p.chunk))
+        with for_range(b, 0, rows_here, name=f"{inst.name}.r") as r:
+            pos = dict(outer_idx)
+            pos.update(_digits(b, b.add(row0, r), p.rows, osz))
+            _im2col_row(b, t, p, dn, wdims, lhs, rhs, sl, pos, ksp, x_ptr, scratch, r)
+        c_off = b.mul(oi, i64(p.o * p.n_rows)) if p.swap else None
+        if p.swap:           # C^T[O x rows]: m = O, n = rows_here, A' = W^T, B' = im2col^T
+            c_off = b.add(c_off, row0)
+            ta, lda = (TRANS, p.o) if p.w_o_minor else (NO_TRANS, p.k)
+            args = [ta, NO_TRANS, i64(p.o), rows_here, i64(p.k), w_ptr, i64(lda), scratch,
+                    i64(p.chunk), c_off, i64(p.n_rows)]
+        else:                # C[rows x O]: A = im2col, B = W
+            c_off = b.mul(row0, i64(p.o))
+            tb, ldb = (NO_TRANS, p.o) if p.w_o_minor else (TRANS, p.k)
+            args = [NO_TRANS, tb, rows_here, i64(p.o), i64(p.k), scratch, i64(p.k), w_ptr,
+                    i64(ldb), c_off, i64(p.o)]
+        ta_, tb_, m, n, k, ap, lda_, bp, ldb_, coff, ldc = args
+        cp = b.gep(c_ptr, [b.mul(coff, i64(item))], source_etype=ir.IntType(8), inbounds=True)
+        b.call(fn, [ir.Constant(I32, ROW_MAJOR), ir.Constant(I32, ta_), ir.Constant(I32, tb_), m, n, k,
+                    ir.Constant(t, 1.0), ap, lda_, bp, ldb_, ir.Constant(t, 0.0), cp, ldc])
+
+
+def _im2col_row(b, t, p, dn, wdims, lhs, rhs, sl, pos, ksp, x_ptr, scratch, r):
+    """Row r of the chunk: for every K column (kernel dims in physical order) the input
+    element the tap reads, or 0 outside the (dilated, padded) input."""
+    ok = ir.Constant(I1, 1)
+    base = b.mul(pos[dn.output_batch], i64(sl[dn.input_batch]))
+    stack, kk = [], None
+    for d in p.kdims:
+        cm = for_range(b, 0, rhs.dims[d], name=f"k{d}")
+        iv = cm.__enter__()
+        stack.append(cm)
+        kk = iv if kk is None else b.add(b.mul(kk, i64(rhs.dims[d])), iv)
+        if d == dn.kernel_input_feature:
+            base = b.add(base, b.mul(iv, i64(sl[dn.input_feature])))
+            continue
+        j = ksp[d]
+        wd = wdims[j]
+        tap = b.sub(i64(wd.size - 1), iv) if wd.reversal else iv
+        und = b.add(b.sub(b.mul(pos[dn.output_spatial[j]], i64(wd.stride)), i64(wd.pad_lo)),
+                    b.mul(tap, i64(wd.rhs_dilate)))
+        if wd.lhs_dilate > 1:
+            ok = b.and_(ok, b.icmp_signed("==", b.srem(und, i64(wd.lhs_dilate)), i64(0)))
+            und = b.sdiv(und, i64(wd.lhs_dilate))
+        n = lhs.dims[dn.input_spatial[j]]
+        ok = b.and_(ok, b.and_(b.icmp_signed(">=", und, i64(0)), b.icmp_signed("<", und, i64(n))))
+        und = b.select(b.icmp_signed("<", und, i64(0)), i64(0), und)
+        und = b.select(b.icmp_signed(">", und, i64(n - 1)), i64(n - 1), und)
+        base = b.add(base, b.mul(und, i64(sl[dn.input_spatial[j]])))
+    x = b.load(b.gep(x_ptr, [base], source_etype=t, inbounds=True), typ=t)
+    v = b.select(ok, x, ir.Constant(t, 0.0))
+    at = b.add(b.mul(kk, i64(p.chunk)), r) if p.swap else b.add(b.mul(r, i64(p.k)), kk)
+    b.store(v, b.gep(scratch, [at], source_etype=t, inbounds=True))
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)
