@@ -101,18 +101,26 @@ def test_im2col_gemm_equals_direct_loops(case, gemm, monkeypatch):
     np.testing.assert_allclose(got, np.asarray(interp), rtol=tol, atol=tol)
 
 
-def test_small_chunks_and_many_gemm_calls(monkeypatch):
-    """A chunk of a few rows (tiny stack scratch) gives the same values."""
+@pytest.mark.parametrize("gemm", ["blas", "emitted"])
+@pytest.mark.parametrize("labels", [("bf01", "01io", "bf01"), ("b01f", "o01i", "b01f"), ("f01b", "i01o", "01bf")])
+@pytest.mark.parametrize("scratch,min_chunk,split", [(24 * 4 * 5, 1, 0), (8 * 4 * 16, 16, 1),
+                                                     (4 * 4 * 16, 16, 2)])
+def test_chunks_and_k_slices(scratch, min_chunk, split, labels, gemm, monkeypatch):
+    """Small stack scratch: a few rows per chunk, or K sliced along the kernel's leading
+    dimensions with gemm adding to C (beta = 1): the same values as one gemm."""
     monkeypatch.setattr(conv_gemm, "CONV_GEMM_MIN_WORK", 1)
-    text = conv_module(spatial=(13, 11), cin=4, cout=6, labels=("bf01", "01io", "bf01"))
+    text = conv_module(spatial=(13, 11), cin=4, cout=6, win=(3, 2), pad=((1, 0), (2, -1)), labels=labels)
     args = _args(hloc.parse(text), "f32", 3)
-    whole = compile_module(hloc.parse(text)).run(args)
-    monkeypatch.setattr(conv_gemm, "SCRATCH_BYTES", 24 * 4 * 5)   # K = 3*2*4: 5 rows per chunk
-    monkeypatch.setattr(conv_gemm, "MIN_CHUNK", 1)
+    whole = compile_module(hloc.parse(text), gemm=gemm).run(args)
+    assert conv_gemm.plan(hloc.parse(text).entry.root, Options("xla-cpu")).split == 0
+    monkeypatch.setattr(conv_gemm, "SCRATCH_BYTES", scratch)
+    monkeypatch.setattr(conv_gemm, "MIN_CHUNK", min_chunk)
     module = hloc.parse(text)
-    assert conv_gemm.plan(module.entry.root, Options("xla-cpu")).chunk == 5
-    got = compile_module(module).run(args)
-    np.testing.assert_allclose(got, whole, rtol=1e-6, atol=1e-6)
+    p = conv_gemm.plan(module.entry.root, Options("xla-cpu"))
+    assert p.split == split and p.chunk < p.n_rows
+    got = compile_module(module, gemm=gemm).run(args)
+    np.testing.assert_allclose(got, whole, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, _direct(text, args, monkeypatch), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("text,why", [

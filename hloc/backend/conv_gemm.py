@@ -15,11 +15,13 @@ The output's rows are its batch and spatial positions. Where the output feature 
 minor-most physical dimension, C[rows x O] = A[rows x K] W[K x O] with rows in physical
 order; otherwise the positions physically outside the feature dimension are an outer
 loop and, per outer index, C^T[O x rows] = W^T A^T over the inner positions. The im2col
-matrix A is built CHUNK rows at a time in a stack buffer of at most SCRATCH_BYTES
-(no arena space), one gemm per chunk: gemm is `hloc.backend.blas`'s (NumPy's OpenBLAS in
+matrix A is built `chunk` rows at a time in a stack buffer of at most SCRATCH_BYTES
+(no arena space), one gemm per chunk; where a whole row of K would leave fewer than
+MIN_CHUNK rows (weight gradients: K = batch x spatial), K is sliced along the kernel's
+leading dimensions and each slice's gemm adds to the previous ones (beta = 1): gemm is `hloc.backend.blas`'s (NumPy's OpenBLAS in
 the JIT, the emitted GEMM of hloc.backend.gemm with Options(gemm="emitted"), the AOT
-library). The chunk size depends on the shape only, and every output element is one
-gemm's dot over K, so results do not depend on the thread count.
+library). Chunks and slices depend on the shape only, and the gemm's per-element order
+does not depend on threads, so results do not depend on the thread count.
 """
 from __future__ import annotations
 
@@ -48,7 +50,9 @@ class ConvGemm:
     k: int
     o: int
     w_o_minor: bool      # the kernel's output feature is its minor-most dimension
-    chunk: int
+    chunk: int           # gemm rows per im2col chunk
+    split: int           # kdims[:split] are looped outside the gemm (K slices, beta = 1)
+    slice_k: int         # K of one slice: the product of kdims[split:]
 
 
 def plan(inst, options) -> ConvGemm | None:
@@ -94,10 +98,14 @@ def plan(inst, options) -> ConvGemm | None:
     if m_total * o * k < CONV_GEMM_MIN_WORK:
         return None
     item = dt.np.itemsize
-    chunk = min(n_rows, max(1, SCRATCH_BYTES // (k * item)))
-    if chunk < min(MIN_CHUNK, n_rows):
-        return None
-    return ConvGemm(dt, outer, rows, n_rows, swap, kdims, k, o, w_o_minor, chunk)
+    for split in range(len(kdims)):
+        slice_k = 1
+        for d in kdims[split:]:
+            slice_k *= rhs.dims[d]
+        chunk = min(n_rows, max(1, SCRATCH_BYTES // (slice_k * item)))
+        if chunk >= min(MIN_CHUNK, n_rows):
+            return ConvGemm(dt, outer, rows, n_rows, swap, kdims, k, o, w_o_minor, chunk, split, slice_k)
+    return None
 
 
 def _digits(b, linear, dims, sizes):
@@ -135,44 +143,57 @@ def emit(em, inst, p: ConvGemm) -> None:
     for d in p.outer:
         n_outer *= osz[d]
     ksp = {dn.kernel_spatial[j]: j for j in range(len(wdims))}
+    lead = p.kdims[:p.split]
+    n_slices = p.k // p.slice_k
+    ksz = list(rhs.dims)
+    sk = p.slice_k
     with for_range(b, 0, n_outer, name=f"{inst.name}.outer") as oi, \
-            for_range(b, 0, (p.n_rows + p.chunk - 1) // p.chunk, name=f"{inst.name}.chunk") as ci:
+            for_range(b, 0, (p.n_rows + p.chunk - 1) // p.chunk, name=f"{inst.name}.chunk") as ci, \
+            for_range(b, 0, n_slices, name=f"{inst.name}.kslice") as ks:
         outer_idx = _digits(b, oi, p.outer, osz)
+        fixed = _digits(b, ks, lead, ksz)
         row0 = b.mul(ci, i64(p.chunk))
         left = b.sub(i64(p.n_rows), row0)
         rows_here = b.select(b.icmp_signed("<", left, i64(p.chunk)), left, i64(p.chunk))
         with for_range(b, 0, rows_here, name=f"{inst.name}.r") as r:
             pos = dict(outer_idx)
             pos.update(_digits(b, b.add(row0, r), p.rows, osz))
-            _im2col_row(b, t, p, dn, wdims, lhs, rhs, sl, pos, ksp, x_ptr, scratch, r)
-        c_off = b.mul(oi, i64(p.o * p.n_rows)) if p.swap else None
+            _im2col_row(b, t, p, dn, wdims, lhs, rhs, sl, pos, ksp, x_ptr, scratch, r, fixed)
+        # the slice's rows of W as [K x O]: o minor-most (W, ld O) or major-most (W^T, ld K)
+        w_off = b.mul(ks, i64(sk * p.o if p.w_o_minor else sk))
+        wp = b.gep(w_ptr, [w_off], source_etype=t, inbounds=True)
         if p.swap:           # C^T[O x rows]: m = O, n = rows_here, A' = W^T, B' = im2col^T
-            c_off = b.add(c_off, row0)
+            c_off = b.add(b.mul(oi, i64(p.o * p.n_rows)), row0)
             ta, lda = (TRANS, p.o) if p.w_o_minor else (NO_TRANS, p.k)
-            args = [ta, NO_TRANS, i64(p.o), rows_here, i64(p.k), w_ptr, i64(lda), scratch,
+            args = [ta, NO_TRANS, i64(p.o), rows_here, i64(sk), wp, i64(lda), scratch,
                     i64(p.chunk), c_off, i64(p.n_rows)]
         else:                # C[rows x O]: A = im2col, B = W
             c_off = b.mul(row0, i64(p.o))
             tb, ldb = (NO_TRANS, p.o) if p.w_o_minor else (TRANS, p.k)
-            args = [NO_TRANS, tb, rows_here, i64(p.o), i64(p.k), scratch, i64(p.k), w_ptr,
+            args = [NO_TRANS, tb, rows_here, i64(p.o), i64(sk), scratch, i64(sk), wp,
                     i64(ldb), c_off, i64(p.o)]
         ta_, tb_, m, n, k, ap, lda_, bp, ldb_, coff, ldc = args
         cp = b.gep(c_ptr, [b.mul(coff, i64(item))], source_etype=ir.IntType(8), inbounds=True)
+        beta = b.select(b.icmp_signed("==", ks, i64(0)), ir.Constant(t, 0.0), ir.Constant(t, 1.0))
         b.call(fn, [ir.Constant(I32, ROW_MAJOR), ir.Constant(I32, ta_), ir.Constant(I32, tb_), m, n, k,
-                    ir.Constant(t, 1.0), ap, lda_, bp, ldb_, ir.Constant(t, 0.0), cp, ldc])
+                    ir.Constant(t, 1.0), ap, lda_, bp, ldb_, beta, cp, ldc])
 
 
-def _im2col_row(b, t, p, dn, wdims, lhs, rhs, sl, pos, ksp, x_ptr, scratch, r):
-    """Row r of the chunk: for every K column (kernel dims in physical order) the input
-    element the tap reads, or 0 outside the (dilated, padded) input."""
+def _im2col_row(b, t, p, dn, wdims, lhs, rhs, sl, pos, ksp, x_ptr, scratch, r, fixed):
+    """Row r of the chunk: for every K column of the slice (kernel dims in physical
+    order; the leading ones `fixed`) the input element the tap reads, or 0 outside the
+    (dilated, padded) input."""
     ok = ir.Constant(I1, 1)
     base = b.mul(pos[dn.output_batch], i64(sl[dn.input_batch]))
     stack, kk = [], None
     for d in p.kdims:
-        cm = for_range(b, 0, rhs.dims[d], name=f"k{d}")
-        iv = cm.__enter__()
-        stack.append(cm)
-        kk = iv if kk is None else b.add(b.mul(kk, i64(rhs.dims[d])), iv)
+        if d in fixed:
+            iv = fixed[d]
+        else:
+            cm = for_range(b, 0, rhs.dims[d], name=f"k{d}")
+            iv = cm.__enter__()
+            stack.append(cm)
+            kk = iv if kk is None else b.add(b.mul(kk, i64(rhs.dims[d])), iv)
         if d == dn.kernel_input_feature:
             base = b.add(base, b.mul(iv, i64(sl[dn.input_feature])))
             continue
@@ -191,7 +212,7 @@ def _im2col_row(b, t, p, dn, wdims, lhs, rhs, sl, pos, ksp, x_ptr, scratch, r):
         base = b.add(base, b.mul(und, i64(sl[dn.input_spatial[j]])))
     x = b.load(b.gep(x_ptr, [base], source_etype=t, inbounds=True), typ=t)
     v = b.select(ok, x, ir.Constant(t, 0.0))
-    at = b.add(b.mul(kk, i64(p.chunk)), r) if p.swap else b.add(b.mul(r, i64(p.k)), kk)
+    at = b.add(b.mul(kk, i64(p.chunk)), r) if p.swap else b.add(b.mul(r, i64(p.slice_k)), kk)
     b.store(v, b.gep(scratch, [at], source_etype=t, inbounds=True))
     for cm in reversed(stack):
         cm.__exit__(None, None, None)
