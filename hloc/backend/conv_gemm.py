@@ -4,9 +4,9 @@ A standalone `convolution` is computed here (in its computation's function, like
 dot) instead of by the direct element generator (hloc.backend.convolution) when: xla-cpu
 numerics (GEMM sums in another order; ieee keeps the direct loops' order); f32/f64
 operands and result of one type; feature_group_count = batch_group_count = 1; the
-kernel's output-feature dimension is its physically major-most or minor-most one (so
-the kernel is a [K x O] matrix with a unit stride, K = its other dimensions in physical
-order); and the product M*O*K (M = output positions) is at least CONV_GEMM_MIN_WORK.
+kernel is a [K x O] matrix with a unit stride (K = its other dimensions in physical
+order), or is one per slice of K (below: e.g. HWOI, where each (h, w) is an [I x O]
+matrix); and the product M*O*K (M = output positions) is at least CONV_GEMM_MIN_WORK.
 Strides, padding (negative too), base and window dilation and reversal are all index
 arithmetic of the im2col copy, which reads every tap bounds-checked (a tap outside the
 input stores 0 and its read is clamped into the buffer).
@@ -49,7 +49,8 @@ class ConvGemm:
     kdims: list          # kernel dims of K in physical order (major first)
     k: int
     o: int
-    w_o_minor: bool      # the kernel's output feature is its minor-most dimension
+    w_o_minor: bool      # W_slice as [K x O]: o has stride 1 (else K's minor dim has)
+    w_ld: int            # and the other stride (the leading dimension for gemm)
     chunk: int           # gemm rows per im2col chunk
     split: int           # kdims[:split] are looped outside the gemm (K slices, beta = 1)
     slice_k: int         # K of one slice: the product of kdims[split:]
@@ -74,13 +75,8 @@ def plan(inst, options) -> ConvGemm | None:
         return None
     kphys = list(reversed(minor_to_major(rhs)))
     ko = dn.kernel_output_feature
-    if kphys[0] == ko:
-        w_o_minor = False
-    elif kphys[-1] == ko:
-        w_o_minor = True
-    else:
-        return None
     kdims = [d for d in kphys if d != ko]
+    ks = strides(rhs)
     k = 1
     for d in kdims:
         k *= rhs.dims[d]
@@ -99,12 +95,24 @@ def plan(inst, options) -> ConvGemm | None:
         return None
     item = dt.np.itemsize
     for split in range(len(kdims)):
+        g = kdims[split:]
+        at_o = kphys.index(ko)
+        first, last = kphys.index(g[0]), kphys.index(g[-1])
+        if first < at_o < last:
+            continue                  # o inside the slice's dims: W_slice has no matrix stride
+        if ks[ko] == 1:
+            w_o_minor, w_ld = True, ks[g[-1]]
+        elif ks[g[-1]] == 1:
+            w_o_minor, w_ld = False, ks[ko]
+        else:
+            continue
         slice_k = 1
-        for d in kdims[split:]:
+        for d in g:
             slice_k *= rhs.dims[d]
         chunk = min(n_rows, max(1, SCRATCH_BYTES // (slice_k * item)))
         if chunk >= min(MIN_CHUNK, n_rows):
-            return ConvGemm(dt, outer, rows, n_rows, swap, kdims, k, o, w_o_minor, chunk, split, slice_k)
+            return ConvGemm(dt, outer, rows, n_rows, swap, kdims, k, o, w_o_minor, w_ld, chunk, split,
+                            slice_k)
     return None
 
 
@@ -145,7 +153,7 @@ def emit(em, inst, p: ConvGemm) -> None:
     ksp = {dn.kernel_spatial[j]: j for j in range(len(wdims))}
     lead = p.kdims[:p.split]
     n_slices = p.k // p.slice_k
-    ksz = list(rhs.dims)
+    ksz, kst = list(rhs.dims), strides(rhs)
     sk = p.slice_k
     with for_range(b, 0, n_outer, name=f"{inst.name}.outer") as oi, \
             for_range(b, 0, (p.n_rows + p.chunk - 1) // p.chunk, name=f"{inst.name}.chunk") as ci, \
@@ -160,16 +168,18 @@ def emit(em, inst, p: ConvGemm) -> None:
             pos.update(_digits(b, b.add(row0, r), p.rows, osz))
             _im2col_row(b, t, p, dn, wdims, lhs, rhs, sl, pos, ksp, x_ptr, scratch, r, fixed)
         # the slice's rows of W as [K x O]: o minor-most (W, ld O) or major-most (W^T, ld K)
-        w_off = b.mul(ks, i64(sk * p.o if p.w_o_minor else sk))
+        w_off = i64(0)
+        for d, v in fixed.items():
+            w_off = b.add(w_off, b.mul(v, i64(kst[d])))
         wp = b.gep(w_ptr, [w_off], source_etype=t, inbounds=True)
         if p.swap:           # C^T[O x rows]: m = O, n = rows_here, A' = W^T, B' = im2col^T
             c_off = b.add(b.mul(oi, i64(p.o * p.n_rows)), row0)
-            ta, lda = (TRANS, p.o) if p.w_o_minor else (NO_TRANS, p.k)
+            ta, lda = (TRANS, p.w_ld) if p.w_o_minor else (NO_TRANS, p.w_ld)
             args = [ta, NO_TRANS, i64(p.o), rows_here, i64(sk), wp, i64(lda), scratch,
                     i64(p.chunk), c_off, i64(p.n_rows)]
         else:                # C[rows x O]: A = im2col, B = W
             c_off = b.mul(row0, i64(p.o))
-            tb, ldb = (NO_TRANS, p.o) if p.w_o_minor else (TRANS, p.k)
+            tb, ldb = (NO_TRANS, p.w_ld) if p.w_o_minor else (TRANS, p.w_ld)
             args = [NO_TRANS, tb, rows_here, i64(p.o), i64(sk), scratch, i64(sk), wp,
                     i64(ldb), c_off, i64(p.o)]
         ta_, tb_, m, n, k, ap, lda_, bp, ldb_, coff, ldc = args
