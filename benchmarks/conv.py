@@ -9,7 +9,8 @@ same layers scaled up: batch 32, 28x28, 32/64 channels) and for the whole traini
 (the dump's module, and with JAX the scaled model lowered by JAX): the compiled back end
 with every convolution forced onto the direct loops (hloc.backend.convolution), forced
 through im2col + NumPy's OpenBLAS (the JIT's gemm) and through im2col + the emitted GEMM
-(Options(gemm="emitted"), what `hloc compile` links), what the default threshold picks,
+(Options(gemm="emitted"), what `hloc compile` links), what the default thresholds pick
+with each (dflt: the JIT, aot: `hloc compile`; picked: convolutions through GEMM / all),
 and XLA:CPU through JAX on the same computation. Times are the best of --repeat
 steady-state calls; every result is checked against the direct loops' (ErrorSpec 1e-3).
 Not a test: timings on a shared machine vary by +-30 %.
@@ -41,6 +42,12 @@ DUMP = [
     ("dump wgrad conv2", (4, 7, 7, 4), (5, 5, 4, 8), ((0, 0), (0, 0))),
     ("dump wgrad conv1", (1, 14, 14, 4), (14, 14, 4, 4), ((1, 1), (1, 1))),
 ]
+SMALL = [
+    ("small O4 K18", (1, 8, 8, 2), (3, 3, 2, 4), ((1, 1), (1, 1))),
+    ("small O4 K36", (2, 8, 8, 4), (3, 3, 4, 4), ((1, 1), (1, 1))),
+    ("small O8 K36", (2, 8, 8, 4), (3, 3, 4, 8), ((1, 1), (1, 1))),
+    ("small O1 K72", (1, 16, 16, 8), (3, 3, 8, 1), ((1, 1), (1, 1))),
+]
 SCALED = [
     ("x8 fwd conv1", (32, 28, 28, 1), (3, 3, 1, 32), ((1, 1), (1, 1))),
     ("x8 fwd conv2", (32, 14, 14, 32), (3, 3, 32, 64), ((0, 0), (0, 0))),
@@ -70,20 +77,22 @@ def _best(fn, repeat):
 
 
 def _compiled(module_fn, threshold, gemm, threads):
-    old = conv_gemm.CONV_GEMM_MIN_WORK
+    old = conv_gemm.CONV_GEMM_MIN_WORK, conv_gemm.EMITTED_MIN_OK
     conv_gemm.CONV_GEMM_MIN_WORK = threshold
+    if threshold == 1:
+        conv_gemm.EMITTED_MIN_OK = 0
     try:
         module = module_fn()
         convs = [i for c in module.computations for i in c.instructions if i.opcode == "convolution"]
-        taken = sum(conv_gemm.plan(i, _opts()) is not None for i in convs)
+        taken = sum(conv_gemm.plan(i, _opts(gemm)) is not None for i in convs)
         return compile_module(module, gemm=gemm, threads=threads), taken, len(convs)
     finally:
-        conv_gemm.CONV_GEMM_MIN_WORK = old
+        conv_gemm.CONV_GEMM_MIN_WORK, conv_gemm.EMITTED_MIN_OK = old
 
 
-def _opts():
+def _opts(gemm):
     from hloc.backend import Options
-    return Options("xla-cpu")
+    return Options("xla-cpu", gemm=gemm)
 
 
 def _jax():
@@ -96,35 +105,36 @@ def _jax():
 
 def _row(name, work, times, picked, ref_ok):
     direct = times["direct"]
-    cells = [f"{name:<18}", f"{work / 1e6:9.2f}"]
-    for k in ("direct", "blas", "emitted", "default", "xla"):
+    cells = [f"{name:<18}", f"{work / 1e6:9.3f}"]
+    for k in ("direct", "blas", "emitted", "default", "aot", "xla"):
         t = times.get(k)
         cells.append(f"{t * 1e3:9.3f}" if t is not None else f"{'-':>9}")
     ratio = lambda k: f"{times[k] / direct:7.2f}" if times.get(k) else f"{'-':>7}"   # noqa: E731
-    cells += [ratio("blas"), ratio("emitted"), f"{picked:>7}", "" if ref_ok else "  MISMATCH"]
+    cells += [ratio("blas"), ratio("emitted"), ratio("xla"), f"{picked:>9}", "" if ref_ok else "  MISMATCH"]
     print(" ".join(cells), flush=True)
 
 
 HEADER = (f"{'case':<18} {'MMAC':>9} {'direct ms':>9} {'blas ms':>9} {'emit ms':>9} "
-          f"{'default':>9} {'xla ms':>9} {'blas/d':>7} {'emit/d':>7} {'picked':>7}")
+          f"{'dflt ms':>9} {'aot ms':>9} {'xla ms':>9} {'blas/d':>7} {'emit/d':>7} {'xla/d':>7} {'picked':>9}")
 
 
 def run_case(name, module_fn, args, work, repeat, threads, xla_fn=None):
     times, outs = {}, {}
     picked = ""
     for key, thr, gemm in (("direct", NEVER, "blas"), ("blas", 1, "blas"), ("emitted", 1, "emitted"),
-                           ("default", conv_gemm.CONV_GEMM_MIN_WORK, "blas")):
+                           ("default", conv_gemm.CONV_GEMM_MIN_WORK, "blas"),
+                           ("aot", conv_gemm.CONV_GEMM_MIN_WORK, "emitted")):
         exe, taken, n = _compiled(module_fn, thr, gemm, threads)
         exe.run(args)
         times[key], outs[key] = _best(lambda: exe.run(args), repeat)
-        if key == "default":
-            picked = f"{taken}/{n}"
+        if key in ("default", "aot"):
+            picked += f"{'' if key == 'default' else ','}{taken}/{n}"
     if xla_fn is not None:
         times["xla"], outs["xla"] = xla_fn()
     ok = True
     for k, v in outs.items():
         a, b = _leaves(outs["direct"]), _leaves(v)
-        ok &= all(near(x, y, ErrorSpec(1e-3, 1e-3)).ok for x, y in zip(a, b))
+        ok &= len(a) == len(b) and all(near(x, y, ErrorSpec(1e-3, 1e-3)).ok for x, y in zip(a, b))
     _row(name, work, times, picked, ok)
     return times
 
@@ -138,7 +148,7 @@ def _leaves(v):
 def conv_cases(repeat, threads):
     jax = _jax()
     rng = np.random.default_rng(0)
-    for name, lhs, rhs, pads in DUMP + SCALED:
+    for name, lhs, rhs, pads in SMALL + DUMP + SCALED:
         text = conv_text(lhs, rhs, pads)
         args = [rng.standard_normal(lhs).astype(np.float32), rng.standard_normal(rhs).astype(np.float32)]
         m = hloc.parse(text).entry.root

@@ -6,7 +6,8 @@ numerics (GEMM sums in another order; ieee keeps the direct loops' order); f32/f
 operands and result of one type; feature_group_count = batch_group_count = 1; the
 kernel is a [K x O] matrix with a unit stride (K = its other dimensions in physical
 order), or is one per slice of K (below: e.g. HWOI, where each (h, w) is an [I x O]
-matrix); and the product M*O*K (M = output positions) is at least CONV_GEMM_MIN_WORK.
+matrix); and the product M*O*K (M = output positions) is at least CONV_GEMM_MIN_WORK (and, with the
+emitted GEMM, O*K at least EMITTED_MIN_OK).
 Strides, padding (negative too), base and window dilation and reversal are all index
 arithmetic of the im2col copy, which reads every tap bounds-checked (a tap outside the
 input stores 0 and its read is clamped into the buffer).
@@ -32,8 +33,15 @@ from llvmlite import ir
 from .loops import for_range, i64, minor_to_major, strides
 from .types import F32, F64, I1, I32, opaque
 
-# Below this many multiply-adds the direct loops are as fast (see benchmarks/conv.py).
-CONV_GEMM_MIN_WORK = 32 ** 3
+# Below this many multiply-adds the direct loops are as fast. benchmarks/conv.py, 2 shared
+# cores, OpenBLAS on one thread: im2col + OpenBLAS takes 0.3-0.95x the direct loops' time
+# from ~1k multiply-adds up (0.014 vs 0.017 ms at 1k, 0.016 vs 0.049 at 37k, 2.2 vs 75 ms
+# at 85M) and never more.
+CONV_GEMM_MIN_WORK = 4096
+# The emitted GEMM computes NR (2 vectors) output features per tile: with few output
+# features and a short K it loses to the direct loops (O=4, K=9: 1.45x; O=1, K=72: 1.2x;
+# O=4, K=36: 0.68x), so with it a rows x O gemm needs O * K at least this.
+EMITTED_MIN_OK = 128
 SCRATCH_BYTES = 128 * 1024      # the im2col chunk lives on the stack
 MIN_CHUNK = 16                  # fewer rows per gemm than this: direct loops instead
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
@@ -92,6 +100,8 @@ def plan(inst, options) -> ConvGemm | None:
         n_rows *= out.dims[d]
     m_total = out.size // o
     if m_total * o * k < CONV_GEMM_MIN_WORK:
+        return None
+    if options.gemm != "blas" and not swap and o * k < EMITTED_MIN_OK:
         return None
     item = dt.np.itemsize
     for split in range(len(kdims)):
