@@ -128,7 +128,7 @@ def test_chunks_and_k_slices(scratch, min_chunk, split, labels, gemm, monkeypatc
 
 
 @pytest.mark.parametrize("text,why", [
-    (conv_module(), "small"),
+    (conv_module(batch=1, cin=1, cout=2, spatial=(4, 4)), "small"),
     (conv_module(spatial=(40, 40), cin=8, cout=8).replace("dim_labels", "feature_group_count=2, dim_labels")
      .replace("f32[3,2,8,8]", "f32[3,2,4,8]"), "feature groups"),
     (conv_module(spatial=(40, 40), cin=8, cout=8).replace("f32[", "bf16[", 1).replace("x = bf16", "x = bf16"),
@@ -180,3 +180,27 @@ def test_cnn_dump_with_every_conv_through_gemm_matches_xla(stage, gemm, monkeypa
     bad = [f"out{i}: {r.message}" for i, (e, a) in enumerate(zip(outs, got))
            if not (r := near(e, a, ErrorSpec(1e-3, 1e-3))).ok]
     assert not bad, "\n".join(bad)
+
+
+def test_emitted_gemm_needs_enough_features_times_k():
+    """Few output features and a short K: the emitted GEMM loses to the direct loops."""
+    module = hloc.parse(conv_module(batch=4, cin=1, cout=4, spatial=(14, 14), win=(3, 3), pad=((1, 1), (1, 1))))
+    root = module.entry.root
+    assert conv_gemm.plan(root, Options("xla-cpu")) is not None
+    assert conv_gemm.plan(root, Options("xla-cpu", gemm="emitted")) is None
+
+
+def test_convolutions_of_one_function_share_one_stack_buffer(monkeypatch):
+    two = ("HloModule c\n\nENTRY e {\n  x = f32[2,20,20,8] parameter(0)\n  k = f32[3,2,8,8] parameter(1)\n"
+           "  a = f32[2,20,20,8] convolution(x, k), window={size=3x2 pad=1_1x0_1}, dim_labels=b01f_01io->b01f\n"
+           "  b = f32[2,20,20,8] convolution(a, k), window={size=3x2 pad=1_1x0_1}, dim_labels=b01f_01io->b01f\n"
+           "  ROOT t = (f32[2,20,20,8], f32[2,20,20,8]) tuple(a, b)\n}\n")
+    ir_text = emit_llvm(hloc.parse(two), optimized=False)
+    assert ir_text.count("im2col\" = alloca") + ir_text.count("%im2col = alloca") == 1
+    args = _args(hloc.parse(two), "f32", 9)
+    got = compile_module(hloc.parse(two)).run(args)
+    with monkeypatch.context() as m:
+        m.setattr(conv_gemm, "CONV_GEMM_MIN_WORK", 1 << 62)
+        want = compile_module(hloc.parse(two)).run(args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)

@@ -17,7 +17,7 @@ minor-most physical dimension, C[rows x O] = A[rows x K] W[K x O] with rows in p
 order; otherwise the positions physically outside the feature dimension are an outer
 loop and, per outer index, C^T[O x rows] = W^T A^T over the inner positions. The im2col
 matrix A is built `chunk` rows at a time in a stack buffer of at most SCRATCH_BYTES
-(no arena space), one gemm per chunk; where a whole row of K would leave fewer than
+(no arena space; one per computation function, shared by its convolutions), one gemm per chunk; where a whole row of K would leave fewer than
 MIN_CHUNK rows (weight gradients: K = batch x spatial), K is sliced along the kernel's
 leading dimensions and each slice's gemm adds to the previous ones (beta = 1): gemm is `hloc.backend.blas`'s (NumPy's OpenBLAS in
 the JIT, the emitted GEMM of hloc.backend.gemm with Options(gemm="emitted"), the AOT
@@ -148,13 +148,7 @@ def emit(em, inst, p: ConvGemm) -> None:
     fn = _decl(mcx, p.dt)
     (lbuf,), (rbuf,), (obuf,) = em.leaves(inst.operands[0]), em.leaves(inst.operands[1]), em.leaves(inst)
     x_ptr, w_ptr, c_ptr = em.ptr(lbuf), em.ptr(rbuf), em.ptr(obuf)
-    with b.goto_entry_block():
-        insts = em.fn.entry_basic_block.instructions
-        if insts:
-            b.position_before(insts[0])
-        slot = b.alloca(ir.ArrayType(t, p.chunk * p.k), name=f"{inst.name}.im2col")
-        slot.align = 64
-        scratch = opaque(b, slot)
+    scratch = _scratch(em)
     sl = strides(lhs)
     osz = list(out.dims)
     n_outer = 1
@@ -197,6 +191,25 @@ def emit(em, inst, p: ConvGemm) -> None:
         beta = b.select(b.icmp_signed("==", ks, i64(0)), ir.Constant(t, 0.0), ir.Constant(t, 1.0))
         b.call(fn, [ir.Constant(I32, ROW_MAJOR), ir.Constant(I32, ta_), ir.Constant(I32, tb_), m, n, k,
                     ir.Constant(t, 1.0), ap, lda_, bp, ldb_, beta, cp, ldc])
+
+
+def _scratch(em):
+    """One stack buffer per computation function, shared by its convolutions (they run
+    one at a time): the largest chunk any of them needs."""
+    slot = getattr(em, "_conv_im2col", None)      # cached on the emitter of this function
+    if slot is None:
+        size = max((p.chunk * p.slice_k * p.dt.np.itemsize for i in em.comp.instructions
+                    if (p := plan(i, em.mcx.options)) is not None), default=0)
+        b = em.b
+        with b.goto_entry_block():
+            insts = em.fn.entry_basic_block.instructions
+            if insts:
+                b.position_before(insts[0])
+            arr = b.alloca(ir.ArrayType(ir.IntType(8), max(size, 1)), name="im2col")
+            arr.align = 64
+            slot = opaque(b, arr)
+        em._conv_im2col = slot
+    return slot
 
 
 def _im2col_row(b, t, p, dn, wdims, lhs, rhs, sl, pos, ksp, x_ptr, scratch, r, fixed):
