@@ -153,16 +153,16 @@ def conv_cases(repeat, threads):
         args = [rng.standard_normal(lhs).astype(np.float32), rng.standard_normal(rhs).astype(np.float32)]
         m = hloc.parse(text).entry.root
         work = m.shape.size * rhs[0] * rhs[1] * rhs[2]
-        xla_fn = None
-        if jax is not None:
-            def xla_fn(pads=pads, args=args):
-                f = jax.jit(lambda x, k: jax.lax.conv_general_dilated(
-                    x, k, (1, 1), list(pads), dimension_numbers=("NHWC", "HWIO", "NHWC")))
-                dev = [jax.device_put(a) for a in args]
-                f(*dev).block_until_ready()
-                t, out = _best(lambda: f(*dev).block_until_ready(), repeat)
-                return t, np.asarray(out)
-        run_case(name, lambda text=text: hloc.parse(text), args, work, repeat, threads, xla_fn)
+
+        def xla_fn(pads=pads, args=args):
+            f = jax.jit(lambda x, k: jax.lax.conv_general_dilated(
+                x, k, (1, 1), list(pads), dimension_numbers=("NHWC", "HWIO", "NHWC")))
+            dev = [jax.device_put(a) for a in args]
+            f(*dev).block_until_ready()
+            t, out = _best(lambda: f(*dev).block_until_ready(), repeat)
+            return t, np.asarray(out)
+        run_case(name, lambda text=text: hloc.parse(text), args, work, repeat, threads,
+                 xla_fn if jax is not None else None)
 
 
 def cnn_step(jax, batch, size, c1, c2):

@@ -3,26 +3,29 @@
 A standalone `convolution` is computed here (in its computation's function, like a BLAS
 dot) instead of by the direct element generator (hloc.backend.convolution) when: xla-cpu
 numerics (GEMM sums in another order; ieee keeps the direct loops' order); f32/f64
-operands and result of one type; feature_group_count = batch_group_count = 1; the
-kernel is a [K x O] matrix with a unit stride (K = its other dimensions in physical
-order), or is one per slice of K (below: e.g. HWOI, where each (h, w) is an [I x O]
-matrix); and the product M*O*K (M = output positions) is at least CONV_GEMM_MIN_WORK (and, with the
-emitted GEMM, O*K at least EMITTED_MIN_OK).
-Strides, padding (negative too), base and window dilation and reversal are all index
-arithmetic of the im2col copy, which reads every tap bounds-checked (a tap outside the
-input stores 0 and its read is clamped into the buffer).
+operands and result of one type; feature_group_count = batch_group_count = 1; and the
+product M*O*K (M output positions, O output features, K = taps x input features) is at
+least CONV_GEMM_MIN_WORK (with the emitted GEMM also O*K >= EMITTED_MIN_OK). Strides,
+padding (negative too), base and window dilation and reversal are index arithmetic of
+the im2col copy, which checks every tap (a tap outside the input stores 0; its read is
+clamped into the buffer).
 
 The output's rows are its batch and spatial positions. Where the output feature is the
 minor-most physical dimension, C[rows x O] = A[rows x K] W[K x O] with rows in physical
 order; otherwise the positions physically outside the feature dimension are an outer
-loop and, per outer index, C^T[O x rows] = W^T A^T over the inner positions. The im2col
-matrix A is built `chunk` rows at a time in a stack buffer of at most SCRATCH_BYTES
-(no arena space; one per computation function, shared by its convolutions), one gemm per chunk; where a whole row of K would leave fewer than
-MIN_CHUNK rows (weight gradients: K = batch x spatial), K is sliced along the kernel's
-leading dimensions and each slice's gemm adds to the previous ones (beta = 1): gemm is `hloc.backend.blas`'s (NumPy's OpenBLAS in
-the JIT, the emitted GEMM of hloc.backend.gemm with Options(gemm="emitted"), the AOT
-library). Chunks and slices depend on the shape only, and the gemm's per-element order
-does not depend on threads, so results do not depend on the thread count.
+loop and, per outer index, C^T[O x rows] = W^T A^T over the inner positions. The kernel
+is W[K x O] with K its other dimensions in physical order. A is built `chunk` rows at a
+time in a stack buffer of at most SCRATCH_BYTES (one per computation function, shared by
+its convolutions; no arena space), one gemm per chunk. Where a whole row of K would
+leave fewer than MIN_CHUNK rows (weight gradients: K = batch x spatial), or the kernel's
+output feature lies inside K's dimensions (HWOI), K is sliced along the kernel's leading
+dimensions until each slice of W is a matrix with a unit stride and fits, and each
+slice's gemm adds to the previous ones (beta = 1).
+
+gemm is hloc.backend.blas's: NumPy's OpenBLAS in the JIT, the emitted GEMM
+(hloc.backend.gemm) with Options(gemm="emitted"), i.e. in the AOT library. Chunks and
+slices depend on the shape only and gemm's per-element order not on threads, so results
+do not depend on the thread count.
 """
 from __future__ import annotations
 
