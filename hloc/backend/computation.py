@@ -15,7 +15,7 @@ from contextlib import nullcontext
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import blas, buffers, collective_calls, parallel, split_reduce
+from . import blas, buffers, collective_calls, conv_gemm, parallel, split_reduce
 from .profile import site_of
 from .context import ptr_arg
 from .inplace import inplace_state
@@ -174,6 +174,9 @@ class _Emitter:
                     blas.emit_call(self, inst, gemm)
             case "reduce" | "fusion" if (split := split_reduce.plan(inst, self.mcx.options)) is not None:
                 split_reduce.emit(self, inst, split)
+            case "convolution" if (cg := conv_gemm.plan(inst, self.mcx.options)) is not None:
+                with self.timed(inst, "conv:gemm"):
+                    conv_gemm.emit(self, inst, cg)
             case _ if collective_calls.is_device_op(inst):
                 collective_calls.emit(self, inst)
             case _:

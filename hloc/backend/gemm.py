@@ -5,7 +5,8 @@ hloc.backend.blas calls (order, transA, transB, M, N, K, alpha, A, lda, B, ldb, 
 ldc; ILP64 sizes, complex alpha/beta by pointer), so a module built with
 `Options(gemm="emitted")` — the AOT library, or the JIT when asked — needs no BLAS.
 
-f32/f64 with alpha = 1 and beta = 0 (every call hloc emits) take the blocked path, in the
+f32/f64 with alpha = 1 and beta = 0 or 1 (every call hloc emits; beta = 1 continues each
+element's sum from C, as convolutions sliced along K need) take the blocked path, in the
 BLIS style: K in blocks of KC, rows in blocks of MC, for each NR-wide column strip a
 KC x NR panel of B packed on the stack (zero padded, so edge strips use the same code),
 then an MR x NR register tile per MR rows: per k one broadcast of A and NR/VW vector loads
@@ -31,8 +32,8 @@ KC_BYTES = 1024            # K block: 256 f32 / 128 f64
 MAX_GROUPS = 16
 MIN_PARALLEL = 1 << 21          # multiply-adds below which one work group does everything
 ROW_MAJOR, COL_MAJOR, NO_TRANS = 101, 102, 111
-ARGS_T = ir.LiteralStructType([I64, I64, I64, PTR, I64, I64, PTR, I64, I64, PTR, I64])
-# M, N, K, A, rsa, csa, B, rsb, csb, C, ldc
+ARGS_T = ir.LiteralStructType([I64, I64, I64, PTR, I64, I64, PTR, I64, I64, PTR, I64, I64])
+# M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate (beta = 1: C += A B)
 
 
 def host_vector_bytes() -> int:
@@ -95,12 +96,13 @@ def gemm_function(mcx, dt) -> ir.Function:
         _reference_complex(b, t, alpha, beta, *strided)
         b.ret_void()
         return fn
+    accumulate = b.fcmp_ordered("==", beta, ir.Constant(t, 1.0))
     plain = b.and_(b.fcmp_ordered("==", alpha, ir.Constant(t, 1.0)),
-                   b.fcmp_ordered("==", beta, ir.Constant(t, 0.0)))
+                   b.or_(b.fcmp_ordered("==", beta, ir.Constant(t, 0.0)), accumulate))
     plain = b.and_(plain, b.icmp_signed(">", k, i64(0)))
     with b.if_else(plain) as (fast, other):
         with fast:
-            _blocked_call(mcx, b, t, strided)
+            _blocked_call(mcx, b, t, strided + (b.zext(accumulate, I64),))
         with other:
             _reference_real(mcx, b, t, alpha, beta, *strided)
     b.ret_void()
@@ -269,7 +271,7 @@ def _kernel(mcx, t, vbytes) -> ir.Function:
     fma = _fma(mcx, vt)
     f = [b.load(b.gep(args, [i64(0), ir.Constant(I32, idx)], source_etype=ARGS_T, inbounds=True),
                 typ=ty) for idx, ty in enumerate(ARGS_T.elements)]
-    m, n, k, a, rsa, csa, bm, rsb, csb, c, ldc = f
+    m, n, k, a, rsa, csa, bm, rsb, csb, c, ldc, accumulate = f
     kcb = KC_BYTES // item
     apack = b.alloca(ir.ArrayType(t, mc * kcb), name="apack")
     apack.align = 64
@@ -291,7 +293,7 @@ def _kernel(mcx, t, vbytes) -> ir.Function:
 
     with _steps(b, i64(0), k, i64(kcb), "pc") as pc:
         kc = _min(b, i64(kcb), b.sub(k, pc))
-        first = b.icmp_signed("==", pc, i64(0))
+        first = b.and_(b.icmp_signed("==", pc, i64(0)), b.icmp_signed("==", accumulate, i64(0)))
         with _steps(b, lo, hi, i64(mc), "ic") as ic:
             ie = _min(b, hi, b.add(ic, i64(mc)))
             # pack A[ic:ie, pc:pc+kc] as MR-row strips, k-major (rows past ie repeat row ie-1)
