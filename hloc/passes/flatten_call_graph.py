@@ -17,7 +17,7 @@ from . import register
 from .base import Pass
 from ..ir.graph import callers
 from ..ir.clone import clone_computation
-from ..ops import opcodes_with
+from ..ops import CALL_CONTROL_FLOW, call_context, opcodes_with
 from ..ops.base import ASYNC, CONTROL_FLOW as _CONTROL_FLOW
 
 ASYNC_OPS = opcodes_with(ASYNC)
@@ -33,7 +33,7 @@ class FlattenCallGraph(Pass):
         changed = False
         for comp in module.post_order():
             sites_of = sites.get(comp, [])
-            flow = [_is_control_flow(i) for i in sites_of]
+            flow = [call_context(i.opdef) == CALL_CONTROL_FLOW for i in sites_of]
             both = any(flow) and not all(flow)
             done: set = set()
             for n, inst in enumerate(sites_of):
@@ -45,10 +45,6 @@ class FlattenCallGraph(Pass):
                 _clone_for(module, inst, comp)
                 changed = True
         return changed
-
-
-def _is_control_flow(inst: Instruction) -> bool:
-    return inst.opcode in CONTROL_FLOW or inst.opcode in ASYNC_OPS
 
 
 def _replace_callees(module: Module, inst: Instruction, which) -> list[Computation]:

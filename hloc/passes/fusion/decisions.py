@@ -30,12 +30,6 @@ MAX_REDUCTIONS_IN_FUSION = 5
 # registry's ELEMENTAL ops.
 _LOOP_FUSIBLE = opcodes_with(ELEMENTAL) - opcodes_with(ELEMENTWISE)
 
-# Callers whose computations are "embedded" (CallContext::kEmbedded): their bodies
-# are scalar code and are never fused into.
-EMBEDDED_CALLERS = frozenset({
-    "all-reduce", "reduce-scatter", "all-reduce-start", "map", "reduce", "reduce-window",
-    "scatter", "select-and-scatter", "sort", "topk", "fusion", "custom-call"})
-
 
 def cpu_is_expensive(inst) -> bool:
     """CpuInstructionFusion::IsExpensive: the registry's EXPENSIVE and
