@@ -553,3 +553,18 @@ def test_rules_agree_with_shapes_xla_printed():
             assert same(got, shape), (fname, name, str(got), str(shape))
             checked += 1
     assert checked > 50
+
+
+def test_pass_facts_match_xla_classes():
+    """Traits and schemas the passes read their op sets from, against XLA's classes:
+    HloSendRecvInstruction (SEND_RECV, the while simplifier's send/recv set), the
+    zero-operand ops HloCSE merges (DEVICE_ID), and HloChannelInstruction (the ops with a
+    channel_id, which the conditional simplifier refuses to clone)."""
+    from hloc.ops.base import DEVICE_ID, SEND_RECV
+    assert O.opcodes_with(SEND_RECV) == {"send", "send-done", "recv", "recv-done"}
+    assert O.opcodes_with(DEVICE_ID) == {"replica-id", "partition-id"}
+    assert O.opcodes_with_attr("channel_id") == {
+        "send", "send-done", "recv", "recv-done", "all-gather", "all-gather-start",
+        "all-reduce", "all-reduce-start", "reduce-scatter", "all-to-all", "ragged-all-to-all",
+        "collective-broadcast", "collective-permute", "collective-permute-start",
+        "collective-reduce"}

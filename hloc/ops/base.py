@@ -144,6 +144,12 @@ STRUCTURAL = "structural"
 EMBEDDED_CALLS = "embedded_calls"
 # Integer divide/remainder: cheap when the divisor is a scalar constant (IsExpensive).
 DIVISION = "division"
+# send, recv and their -done halves (XLA's HloSendRecvInstruction): point-to-point
+# transfers whose loop or branch structure must match on both sides.
+SEND_RECV = "send_recv"
+# replica-id, partition-id: no operands, the value is the executing device's id (the
+# same for every such instruction of one program on one device, so HloCSE merges them).
+DEVICE_ID = "device_id"
 
 # Facts the verifier states about opcodes (hloc.verify):
 # LayoutAssignment::InstructionCanChangeLayout (custom-call too, unless LayoutConstraint).

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..ir.attrs import ReplicaGroups
 from ..ir.dtypes import U32
 from ..ir.shape import TupleShape
-from .base import (CALLS, CAN_CHANGE_LAYOUT, COLLECTIVE, EMBEDDED_CALLS, EXPENSIVE,
+from .base import (CALLS, CAN_CHANGE_LAYOUT, COLLECTIVE, DEVICE_ID, EMBEDDED_CALLS, EXPENSIVE,
                    MAY_SIDE_EFFECT, MIXED_OPERANDS_OK, OWN_SHAPE_HANDLER, SHAPE_REQUIRED,
                    SIDE_EFFECT, AttrSpec, OpDef, register)
 from .shape_rules import (compatible, expect_array, fail, group_size, human,
@@ -225,5 +225,5 @@ register(OpDef("collective-permute-done", 1, (), _ASYNC,
 register(OpDef("collective-reduce", _VAR, (_CHANNEL, _GROUPS, _TO_APPLY),
                _COLL_CALLS, unsupported="collective-reduce is an upstream-tip opcode that "
                "jaxlib 0.10.2 does not know; its attributes are a guess"), EMBEDDED_CALLS)
-register(OpDef("replica-id", 0, (), infer=_id_infer), CAN_CHANGE_LAYOUT)
-register(OpDef("partition-id", 0, (), infer=_id_infer), CAN_CHANGE_LAYOUT)
+register(OpDef("replica-id", 0, (), infer=_id_infer), CAN_CHANGE_LAYOUT, DEVICE_ID)
+register(OpDef("partition-id", 0, (), infer=_id_infer), CAN_CHANGE_LAYOUT, DEVICE_ID)

@@ -14,7 +14,8 @@ from ..ir.dtypes import PRED, S32, TOKEN, U32
 from ..ir.shape import ArrayShape, TupleShape
 from .base import (ASYNC, CALLS, CAN_CHANGE_LAYOUT, CONTROL_FLOW, EMBEDDED_CALLS, EXPENSIVE,
                    MAY_SIDE_EFFECT, MINOR_TO_MAJOR_ONLY, MIXED_OPERANDS_OK, OWN_SHAPE_HANDLER,
-                   SHAPE_REQUIRED, SIDE_EFFECT, STRUCTURAL, AttrSpec, OpDef, register)
+                   SEND_RECV, SHAPE_REQUIRED, SIDE_EFFECT, STRUCTURAL, AttrSpec, OpDef,
+                   register)
 from .shape_rules import (compatible, fail, human, is_float, is_scalar, make, need_attr,
                           need_declared, params_of, program_text, scalar, tup)
 
@@ -401,10 +402,10 @@ register(OpDef("outfeed", 2, (AttrSpec("outfeed_shape", "shape", always_print=Tr
                frozenset({SIDE_EFFECT, SHAPE_REQUIRED}), _outfeed_infer,
                unsupported=_HOST_TRANSFER), CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
 register(OpDef("send", 2, _CHANNEL, _SE_SR, _send_infer, unsupported=_HOST_TRANSFER),
-         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, MINOR_TO_MAJOR_ONLY)
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, SEND_RECV, MINOR_TO_MAJOR_ONLY)
 register(OpDef("send-done", 1, _CHANNEL, _SE_SR, _send_done_infer, unsupported=_HOST_TRANSFER),
-         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, SEND_RECV)
 register(OpDef("recv", 1, _CHANNEL, _SE_SR, _recv_infer, unsupported=_HOST_TRANSFER),
-         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, MINOR_TO_MAJOR_ONLY)
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, SEND_RECV, MINOR_TO_MAJOR_ONLY)
 register(OpDef("recv-done", 1, _CHANNEL, _SE_SR, _recv_done_infer, unsupported=_HOST_TRANSFER),
-         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK)
+         CAN_CHANGE_LAYOUT, MIXED_OPERANDS_OK, SEND_RECV)

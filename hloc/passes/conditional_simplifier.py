@@ -21,10 +21,15 @@ from .base import Pass
 from ..ir.graph import remove_unreachable_computations, replace_instruction, stable_post_order
 from ..ir.clone import clone_computation, inline_computation
 from ..ir.rewriter import has_side_effect
+from ..ops import opcodes_with_attr
+from ..ops.base import ELEMENTWISE
 from .simplify_util import Builder, scalar_value
 
-_CHANNEL = ("send", "recv", "send-done", "recv-done", "all-reduce", "all-gather",
-            "all-to-all", "reduce-scatter", "collective-permute", "collective-broadcast")
+# XLA's HloChannelInstruction: send/recv(-done) and the collectives with a channel_id
+# in their schema (the -start halves included, the -done halves not).
+_CHANNEL = opcodes_with_attr("channel_id")
+# The pass's own policy (TryRemoveConditional's "cheap" branches), not an op fact:
+# besides these, any ELEMENTWISE op.
 _CHEAP = ("broadcast", "concatenate", "dynamic-slice", "get-tuple-element", "reduce",
           "reshape", "pad", "parameter", "slice", "tuple")
 
@@ -123,7 +128,7 @@ def _empty_result_if_unused(module: Module, cond: Instruction) -> bool:
 def _cheap(inst: Instruction) -> bool:
     if inst.opcode in _CHEAP:
         return True
-    return "elementwise" in inst.opdef.traits
+    return ELEMENTWISE in inst.opdef.traits
 
 
 def _empty_with_array_root(comp: Computation) -> bool:

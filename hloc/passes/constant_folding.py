@@ -20,18 +20,19 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.graph import remove_instruction_and_unused_operands, stable_post_order
 from ..ir.rewriter import add_instruction, has_side_effect
 from ..ir.shape import ArrayShape
-from ..ops import REGISTRY
+from ..ops.base import ASYNC, COLLECTIVE
 from . import PassContext, register
 from .base import Pass
 from .simplify_util import NotConstant, evaluate
 
 MAX_CONSTANT_ELEMENTS = 45 * 1000 * 1000   # kMaximumConstantSizeElements
 
+# The pass's own policy, not op facts: never folded (besides async ops and collectives).
 _NEVER = frozenset({"broadcast", "iota", "fft", "while", "rng", "rng-bit-generator",
                     "rng-get-and-update-state", "after-all", "custom-call", "bitcast",
                     "opt-barrier", "parameter-replication", "infeed", "outfeed", "send",
-                    "recv", "send-done", "recv-done", "domain"})
-_COLLECTIVE = "collective"
+                    "recv", "send-done", "recv-done", "domain", "copy-start", "copy-done"})
+_UNFOLDABLE_TRAITS = (ASYNC, COLLECTIVE)
 
 
 def _elements(shape) -> int:
@@ -66,8 +67,7 @@ class _Foldability:
 
     def instruction(self, inst: Instruction) -> bool:
         op = inst.opcode
-        if op in _NEVER or op.startswith("async-") or op.endswith("-start") or \
-                op.endswith("-done") or _COLLECTIVE in REGISTRY[op].traits:
+        if op in _NEVER or any(t in inst.opdef.traits for t in _UNFOLDABLE_TRAITS):
             return False
         for comp in inst.called_computations():
             if not self.computation(comp):

@@ -21,7 +21,7 @@ import numpy as np
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ArrayShape
 from ..ops import opcodes_with
-from ..ops.base import COMMUTATIVE as _COMMUTATIVE
+from ..ops.base import COMMUTATIVE as _COMMUTATIVE, DEVICE_ID
 from . import register
 from .base import Pass
 from ..ir.graph import Removal, operand_post_order, post_order, sort_post_order
@@ -32,7 +32,8 @@ from ..syntax.literal_printer import literal_text
 COMMUTATIVE = opcodes_with(_COMMUTATIVE)
 # Attributes HloInstruction::Identical does not look at.
 IGNORED_ATTRS = frozenset({"metadata", "frontend_attributes", "statistics", "origin"})
-ZERO_OPERAND_CSE = frozenset({"partition-id", "replica-id"})
+# The zero-operand ops HloCSE merges (replica-id, partition-id): the device-id ops.
+ZERO_OPERAND_CSE = opcodes_with(DEVICE_ID)
 MAX_CONSTANT_BYTES = 1 << 26        # larger constants are not compared (memory)
 
 

@@ -6,7 +6,10 @@ each further control-flow call site gets its own clone of the computation (named
 `<name>.clone`, instructions `<inst>.clone`), and the control-flow callees inside a
 clone are cloned with it. A computation called from both contexts gets a clone for every
 control-flow site; computations only applied by reduce, map, sort, scatter, fusion,
-custom-call and the like (embedded contexts) stay shared. XLA reports "changed"
+custom-call and the like (embedded contexts) stay shared. (Known difference: "both"
+is judged here by the computation's own call sites; XLA reads the call graph's kBoth,
+which a control-flow callee of a kBoth computation inherits, and then clones for its
+first site too.) XLA reports "changed"
 unconditionally; hloc reports whether it cloned anything. Async computations are left
 alone (their start, update and done share one computation by construction).
 """
@@ -15,9 +18,9 @@ from __future__ import annotations
 from ..ir.module import Computation, Instruction, Module
 from . import register
 from .base import Pass
-from ..ir.graph import callers
+from ..ir.call_graph import CallGraph
 from ..ir.clone import clone_computation
-from ..ops import opcodes_with
+from ..ops import CALL_CONTROL_FLOW, call_context, opcodes_with
 from ..ops.base import ASYNC, CONTROL_FLOW as _CONTROL_FLOW
 
 ASYNC_OPS = opcodes_with(ASYNC)
@@ -29,11 +32,11 @@ class FlattenCallGraph(Pass):
     name = "flatten-call-graph"
 
     def run(self, module: Module, ctx) -> bool:
-        sites = callers(module)
+        graph = CallGraph(module)
         changed = False
         for comp in module.post_order():
-            sites_of = sites.get(comp, [])
-            flow = [_is_control_flow(i) for i in sites_of]
+            sites_of = graph.caller_instructions(comp)
+            flow = [call_context(i.opdef) == CALL_CONTROL_FLOW for i in sites_of]
             both = any(flow) and not all(flow)
             done: set = set()
             for n, inst in enumerate(sites_of):
@@ -45,10 +48,6 @@ class FlattenCallGraph(Pass):
                 _clone_for(module, inst, comp)
                 changed = True
         return changed
-
-
-def _is_control_flow(inst: Instruction) -> bool:
-    return inst.opcode in CONTROL_FLOW or inst.opcode in ASYNC_OPS
 
 
 def _replace_callees(module: Module, inst: Instruction, which) -> list[Computation]:

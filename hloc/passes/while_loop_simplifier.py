@@ -15,10 +15,13 @@ merging induction variables. A DCE over the module follows any change, as in XLA
 from __future__ import annotations
 
 from ..ir.module import Computation, Instruction, Module
-from ..ir.graph import callers, replace_instruction, stable_post_order as post_order
+from ..ir.call_graph import CallGraph
+from ..ir.graph import replace_instruction, stable_post_order as post_order
 from ..ir.clone import clone_instruction, inline_computation
 from ..ir.rewriter import add_instruction, add_parameter, uniquer
 from ..ir.shape import ArrayShape, TupleShape
+from ..ops import opcodes_with
+from ..ops.base import COLLECTIVE, SEND_RECV
 from . import PassContext, register
 from .base import Pass
 from ..ir.rewriter import computation_has_side_effect, has_side_effect
@@ -26,7 +29,7 @@ from .dce import run_dce
 from .simplify_util import Builder, NotConstant, constant_array, evaluate
 
 
-_SEND_RECV = ("send", "send-done", "recv", "recv-done")
+_SEND_RECV = opcodes_with(SEND_RECV)
 
 
 def _body(w):
@@ -265,7 +268,7 @@ def _trace(inst: Instruction) -> Instruction:
 
 def _is_scalar_op(inst: Instruction) -> bool:
     if inst.opcode in _SEND_RECV or inst.opcode == "custom-call" or \
-            "collective" in inst.opdef.traits:
+            COLLECTIVE in inst.opdef.traits:
         return False
     for c in inst.called_computations():
         if not all(_is_scalar_op(i) for i in c.instructions):
@@ -425,8 +428,9 @@ class WhileLoopSimplifier(Pass):
         for w in whiles:
             if w.parent is None or w.parent.parent is not module:
                 continue
-            calls = callers(module)
-            if len(calls.get(_body(w), ())) > 1 or len(calls.get(_cond(w), ())) > 1:
+            graph = CallGraph(module)
+            if len(graph.caller_instructions(_body(w))) > 1 or \
+                    len(graph.caller_instructions(_cond(w))) > 1:
                 continue
             pinned = w.has_control_dependencies()
             keep = None if pinned else _dead_params(w)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...ir.graph import operand_post_order, post_order
 from ...ir.rewriter import has_side_effect
-from ...ops.base import ELEMENTWISE
+from ...ops.base import CONTROL_FLOW, ELEMENTWISE
 
 # HloInstruction::UseKind, ordered as XLA orders it (the lattice meet is `min`).
 REUSE, PERMUTING, USE, NO_USE = 0, 1, 2, 3
@@ -144,7 +144,7 @@ def _fusion_param_use(fusion, number: int) -> int:
 def is_fusible(inst) -> bool:
     """HloInstruction::IsFusible."""
     op = inst.opcode
-    if op in ("domain", "parameter", "while", "conditional", "call"):
+    if op in ("domain", "parameter") or CONTROL_FLOW in inst.opdef.traits:
         return False
     if op in ("fusion", "map", "reduce", "reduce-window"):
         return True

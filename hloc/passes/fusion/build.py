@@ -12,11 +12,11 @@ and `fusible_computations` the computations InstructionFusion visits.
 from __future__ import annotations
 
 from ...ir.module import Computation, Instruction, Module
-from ...ir.graph import callers, computation_post_order, post_order, replace_instruction
+from ...ir.call_graph import CallGraph
+from ...ir.graph import computation_post_order, post_order, replace_instruction
 from ...ir.clone import clone_instruction
 from ...ir.rewriter import uniquer
-from ...ops import REGISTRY
-from .decisions import EMBEDDED_CALLERS
+from ...ops import CALL_EMBEDDED, REGISTRY, call_context
 
 
 # ---------------------------------------------------------------------------
@@ -138,15 +138,17 @@ class StorageOrder:
 
 
 def fusible_computations(module: Module) -> list[Computation]:
-    """Non-fusion computations whose callers are not scalar-body (embedded) callers."""
-    calls = callers(module)
+    """Non-fusion computations that are not embedded bodies: InstructionFusion skips a
+    computation whose first caller calls it in context kEmbedded (IsEmbeddedComputation;
+    e.g. reduce, map, sort, scatter, scan, all-reduce, custom-call), as XLA does."""
+    graph = CallGraph(module)
     out = []
     for comp in computation_post_order(module):
-        first = calls.get(comp)
+        first = graph.caller_instructions(comp)
         if comp.is_fusion_computation or (first and first[0].opcode == "fusion"):
             comp.is_fusion_computation = True
             continue
-        if first and first[0].opcode in EMBEDDED_CALLERS:
+        if first and call_context(first[0].opdef) == CALL_EMBEDDED:
             continue
         out.append(comp)
     return out

@@ -20,7 +20,7 @@ from .analysis import (REUSE, IndexingEvaluation, Reachability, byte_size,
                               operand_element_use, true_rank, unique_operands, unique_users)
 from ...ir.graph import post_order
 from ...ops import opcodes_with
-from ...ops.base import ELEMENTAL, ELEMENTWISE, EXPENSIVE, EXPENSIVE_IF_COMPLEX
+from ...ops.base import DIVISION, ELEMENTAL, ELEMENTWISE, EXPENSIVE, EXPENSIVE_IF_COMPLEX
 
 FUSION_THRESHOLD_BYTES = 16 * 1024  # small matrix-vector dots are fused below this
 MAX_CONCATENATE_ARGUMENTS = 8
@@ -30,12 +30,6 @@ MAX_REDUCTIONS_IN_FUSION = 5
 # registry's ELEMENTAL ops.
 _LOOP_FUSIBLE = opcodes_with(ELEMENTAL) - opcodes_with(ELEMENTWISE)
 
-# Callers whose computations are "embedded" (CallContext::kEmbedded): their bodies
-# are scalar code and are never fused into.
-EMBEDDED_CALLERS = frozenset({
-    "all-reduce", "reduce-scatter", "all-reduce-start", "map", "reduce", "reduce-window",
-    "scatter", "select-and-scatter", "sort", "topk", "fusion", "custom-call"})
-
 
 def cpu_is_expensive(inst) -> bool:
     """CpuInstructionFusion::IsExpensive: the registry's EXPENSIVE and
@@ -43,7 +37,8 @@ def cpu_is_expensive(inst) -> bool:
     op = inst.opcode
     if op == "convert":   # f32 -> bf16 needs NaN checks; everything else is cheap
         return inst.shape.dtype.name == "bf16" and inst.operands[0].shape.dtype.name == "f32"
-    if op in ("divide", "remainder"):
+    traits = inst.opdef.traits
+    if DIVISION in traits:
         # Integer division by a constant becomes multiplies and shifts. (XLA:CPU tests
         # the first operand here, unlike the generic rule; kept as XLA has it.)
         if not (is_array(inst.shape) and inst.shape.dtype.is_integral):
@@ -52,7 +47,6 @@ def cpu_is_expensive(inst) -> bool:
         if o.opcode == "broadcast":
             o = o.operands[0]
         return not (o.opcode == "constant" and is_effective_scalar(o.shape))
-    traits = inst.opdef.traits
     if EXPENSIVE_IF_COMPLEX in traits:
         return is_complex(inst.shape)
     return EXPENSIVE in traits

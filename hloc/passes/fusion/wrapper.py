@@ -19,11 +19,10 @@ from .. import register
 from ..base import Pass, PassContext
 from .build import StorageOrder, create_fusion, replace_with_fusion
 from ...ir.graph import post_order
-from ...ops import opcodes_with
+from ...ops import CALL_CONTROL_FLOW, call_context, opcodes_with
 from ...ops.base import CPU_WRAPPED
 
 _WRAPPED = opcodes_with(CPU_WRAPPED)
-_CONTROL_FLOW = ("conditional", "while", "call", "async-start")
 
 
 def must_wrap(inst) -> bool:
@@ -60,11 +59,17 @@ class FusionWrapper(Pass):
         order = StorageOrder()
         changed = False
         stack = list(reversed(post_order(module.entry)))
+        visited: set = set()
         while stack:
             inst = stack.pop()
-            if inst.opcode in _CONTROL_FLOW:
+            if call_context(inst.opdef) == CALL_CONTROL_FLOW:
+                # XLA descends from call, while, conditional and async-start; the
+                # async-update/-done of that start call the same computation, and a
+                # second visit of a computation wraps nothing (all is wrapped by then).
                 for comp in reversed(inst.called_computations()):
-                    stack.extend(reversed(post_order(comp)))
+                    if comp not in visited:
+                        visited.add(comp)
+                        stack.extend(reversed(post_order(comp)))
                 continue
             if not must_wrap(inst):
                 continue
