@@ -22,14 +22,13 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..ops.base import COLLECTIVE
+from ..ops.base import COLLECTIVE, DEVICE_ID
 from . import runtime
 from .loops import i64
 from .types import I8, I32, I64, PTR
 
 SYMBOL = "hloc_collective"
 ABORT = "hloc_device_abort"
-_DEVICE_IDS = frozenset({"replica-id", "partition-id"})
 # A global view's manual-region boundaries: one device's block in, every device's out.
 MANUAL_TARGETS = frozenset({"xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"})
 _ASYNC = frozenset({"async-start", "async-update", "async-done"})
@@ -50,13 +49,13 @@ def wrapped(inst):
 
 def is_device_op(inst) -> bool:
     """Whether `inst` runs through the device runtime."""
-    if COLLECTIVE in inst.opdef.traits or inst.opcode in _DEVICE_IDS:
+    if inst.opdef.traits & {COLLECTIVE, DEVICE_ID}:
         return True
     if is_manual_boundary(inst):
         return True
     if inst.opcode in _ASYNC:
         comp = wrapped(inst)
-        return comp is not None and any(COLLECTIVE in i.opdef.traits or i.opcode in _DEVICE_IDS
+        return comp is not None and any(i.opdef.traits & {COLLECTIVE, DEVICE_ID}
                                         for i in comp.instructions)
     return False
 
