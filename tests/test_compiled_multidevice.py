@@ -388,3 +388,16 @@ def test_corpus_module_compiled_gives_xla_results_on_every_device(name):
         got = [hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
                for a in flatten_leaves(r, m.entry.root.shape)]
         assert got == want["digests"][d], f"device {d}"
+
+
+def test_a_plain_executable_refuses_collectives():
+    """Only the DeviceExecutable runs collectives; a plain Executable built by hand would
+    call the device runtime with no device run under way."""
+    from hloc.backend import Executable, Options
+    from hloc.diagnostics import UnsupportedError
+    m = hloc.parse("HloModule ar, replica_count=2\n\nadd {\n  a = f32[] parameter(0)\n"
+                   "  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\nENTRY e {\n"
+                   "  p = f32[4] parameter(0)\n"
+                   "  ROOT r = f32[4] all-reduce(p), replica_groups={{0,1}}, to_apply=add\n}\n")
+    with pytest.raises(UnsupportedError, match="DeviceExecutable"):
+        Executable(m, Options())

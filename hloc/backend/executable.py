@@ -24,11 +24,12 @@ from dataclasses import astuple
 
 import numpy as np
 
-from ..diagnostics import InputError
+from ..diagnostics import InputError, UnsupportedError
 from ..ir.shape import parse_shape
 from ..printer import module_to_text as to_text
 from .buffers import ALIGN
 from .cache import ObjectCache, pack, unpack
+from .collective_calls import device_table
 from .context import Options
 from .jit import compile_object, load, lower, module_key
 from .loops import minor_to_major
@@ -97,6 +98,10 @@ class Executable:
         """`pipeline`: None, or (name, fn) where fn(module) runs HLO passes in place before
         lowering; on an object-cache hit (keyed on the text before them, and `name`)
         neither the passes nor LLVM IR generation run."""
+        if type(self) is Executable and device_table(module):
+            # Its collectives would call the device runtime with no device run under way.
+            raise UnsupportedError("unsupported: a module with collectives compiles to a "
+                                   "DeviceExecutable (hloc.backend.compile_module picks it)")
         self.module = module
         self.options = options
         t0 = time.perf_counter()
