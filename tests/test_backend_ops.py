@@ -239,3 +239,35 @@ def test_instruction_names_never_take_runtime_symbol_names(tmp_path):
     x = np.array([0.5, 1.0, 1.5, 2.0], np.float32)
     (ref,), (got,) = _both(text, x, tmp_path=tmp_path)
     assert near(ref, got, SPEC).ok
+
+
+def test_rng_get_and_update_state_follows_the_interpreter_across_loop_trips(tmp_path):
+    # Three trips of a while loop each take the state and advance it by delta: the
+    # compiled per-instruction counter must hand back the interpreter's sequence.
+    text = """HloModule m
+body {
+  p = (s32[], u64[3,2]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  acc = u64[3,2] get-tuple-element(p), index=1
+  s = u64[2] rng-get-and-update-state(), delta=4097
+  r = u64[1,2] reshape(s)
+  zero = s32[] constant(0)
+  acc2 = u64[3,2] dynamic-update-slice(acc, r, i, zero)
+  one = s32[] constant(1)
+  ROOT t = (s32[], u64[3,2]) tuple(add(i, one), acc2)
+}
+cond {
+  p = (s32[], u64[3,2]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  ROOT lt = pred[] compare(i, s32[] constant(3)), direction=LT
+}
+ENTRY e {
+  z = s32[] constant(0)
+  a = u64[3,2] broadcast(u64[] constant(0)), dimensions={}
+  w = (s32[], u64[3,2]) while((s32[], u64[3,2]) tuple(z, a)), condition=cond, body=body
+  ROOT out = u64[3,2] get-tuple-element(w), index=1
+}
+"""
+    (ref,), (got,) = _both(text, tmp_path=tmp_path)
+    np.testing.assert_array_equal(ref, got)
+    np.testing.assert_array_equal(got[:, 0], 0x7012395 + 4097 * np.arange(3))
