@@ -274,3 +274,37 @@ ENTRY e {
     (ref,), (got,) = _both(text, tmp_path=tmp_path)
     np.testing.assert_array_equal(ref, got)
     np.testing.assert_array_equal(got[:, 0], 0x7012395 + 4097 * np.arange(3))
+
+
+@pytest.mark.parametrize("dt", ["f16", "bf16", "f32", "f64"])
+def test_ieee_float_sum_keeps_the_evaluators_wide_order(dt, tmp_path):
+    # HloEvaluator's fast reduce path (the interpreter's): sums in double, 512 elements per
+    # partial, partials added to init in order, rounded once. An in-order f16/bf16 sum
+    # of 3000 ones stalls at 2048 (bf16: 256); the wide sum reaches 3000 (bf16: 2992).
+    import ml_dtypes
+    from hloc.ir.dtypes import DTYPES
+    npt = ml_dtypes.bfloat16 if dt == "bf16" else DTYPES[dt].np
+    rng = np.random.default_rng(3)
+    ones = np.ones((2, 3000), npt)
+    mixed = (rng.standard_normal((4, 300, 5)) * 100).astype(npt)
+    text = f"""HloModule m
+add {{
+  x = {dt}[] parameter(0)
+  y = {dt}[] parameter(1)
+  ROOT s = {dt}[] add(x, y)
+}}
+ENTRY e {{
+  a = {dt}[2,3000] parameter(0)
+  b = {dt}[4,300,5] parameter(1)
+  init = {dt}[] constant(-0.25)
+  zero = {dt}[] constant(0)
+  r0 = {dt}[2] reduce(a, init), dimensions={{1}}, to_apply=add
+  r1 = {dt}[4] reduce(b, zero), dimensions={{1,2}}, to_apply=add
+  r2 = {dt}[300] reduce(b, init), dimensions={{0,2}}, to_apply=add
+  ROOT t = ({dt}[2], {dt}[4], {dt}[300]) tuple(r0, r1, r2)
+}}
+"""
+    ref, got = _both(text, ones, mixed, tmp_path=tmp_path)
+    for r, g in zip(ref, got):
+        np.testing.assert_array_equal(r.view(np.uint8), g.view(np.uint8))
+    assert float(got[0][0]) == (2992.0 if dt == "bf16" else 2999.75 if dt in ("f32", "f64") else 3000.0)
