@@ -308,3 +308,53 @@ ENTRY e {{
     for r, g in zip(ref, got):
         np.testing.assert_array_equal(r.view(np.uint8), g.view(np.uint8))
     assert float(got[0][0]) == (2992.0 if dt == "bf16" else 2999.75 if dt in ("f32", "f64") else 3000.0)
+
+
+def test_fusion_with_tuple_shaped_parameters(tmp_path):
+    # The leaves of a (nested) tuple operand arrive as separate buffers; the fused
+    # get-tuple-element chains read them.
+    text = """HloModule m
+fused {
+  p0 = (f32[2,3], (s32[3], f32[2,3])) parameter(0)
+  p1 = f32[2,3] parameter(1)
+  a = f32[2,3] get-tuple-element(p0), index=0
+  inner = (s32[3], f32[2,3]) get-tuple-element(p0), index=1
+  i = s32[3] get-tuple-element(inner), index=0
+  c = f32[2,3] get-tuple-element(inner), index=1
+  fi = f32[3] convert(i)
+  ib = f32[2,3] broadcast(fi), dimensions={1}
+  ROOT r = (f32[2,3], s32[3]) tuple(add(multiply(a, c), add(ib, p1)), i)
+}
+ENTRY e {
+  x = f32[2,3] parameter(0)
+  y = s32[3] parameter(1)
+  z = f32[2,3] parameter(2)
+  t = (f32[2,3], (s32[3], f32[2,3])) tuple(x, (s32[3], f32[2,3]) tuple(y, z))
+  ROOT f = (f32[2,3], s32[3]) fusion(t, z), kind=kLoop, calls=fused
+}
+"""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = np.array([7, -1, 4], np.int32)
+    z = np.full((2, 3), 0.5, np.float32)
+    ref, got = _both(text, x, y, z, tmp_path=tmp_path)
+    for r, g in zip(ref, got):
+        np.testing.assert_array_equal(r, g)
+    np.testing.assert_array_equal(got[0], x * z + y[None, :] + z)
+
+
+def test_fusion_returning_its_tuple_parameter_is_a_located_unsupported(tmp_path):
+    from hloc.diagnostics import UnsupportedError
+    text = """HloModule m
+fused {
+  ROOT p0 = (f32[2], f32[3]) parameter(0)
+}
+ENTRY e {
+  x = f32[2] parameter(0)
+  y = f32[3] parameter(1)
+  t = (f32[2], f32[3]) tuple(x, y)
+  ROOT f = (f32[2], f32[3]) fusion(t), kind=kLoop, calls=fused
+}
+"""
+    with pytest.raises(UnsupportedError) as e:
+        compile_module(hloc.parse(text), numerics="ieee", cache_dir=tmp_path / "cache")
+    assert "tuple-shaped fusion parameter" in e.value.message and e.value.loc is not None
