@@ -1,4 +1,6 @@
-"""rng-bit-generator as a kernel emitter, bit-exact with the interpreter (XLA's
+"""rng-bit-generator, rng and rng-get-and-update-state as kernel emitters.
+
+rng-bit-generator is bit-exact with the interpreter (XLA's
 RngBitGeneratorExpander over prng.cc's Philox4x32-10 and ThreeFry2x32-20).
 
 Every output element computes its own counter block (data parallel; no loop-carried
