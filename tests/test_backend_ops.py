@@ -358,3 +358,21 @@ ENTRY e {
     with pytest.raises(UnsupportedError) as e:
         compile_module(hloc.parse(text), numerics="ieee", cache_dir=tmp_path / "cache")
     assert "tuple-shaped fusion parameter" in e.value.message and e.value.loc is not None
+
+
+def test_unary_variadic_add_reduce_with_a_tuple_result(tmp_path):
+    # One operand, a tuple-shaped reducer: the sequential fold, not the evaluator's sum.
+    text = """HloModule m
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT t = (f32[]) tuple(add(x, y))
+}
+ENTRY e {
+  a = f32[7,5] parameter(0)
+  ROOT r = (f32[7]) reduce(a, f32[] constant(1.5)), dimensions={1}, to_apply=add
+}
+"""
+    a = np.random.default_rng(2).standard_normal((7, 5)).astype(np.float32)
+    (ref,), (got,) = _both(text, a, tmp_path=tmp_path)
+    np.testing.assert_array_equal(ref, got)

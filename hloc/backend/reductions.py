@@ -120,11 +120,11 @@ _CHUNK = 512            # hloc.interp.reductions' (HloEvaluator's) partial-sum l
 def _evaluator_sum(kb, inst) -> bool:
     """The reduce is one where the interpreter sums in double (its fast path)."""
     from ..interp.lanes import binary_root
-    if kb.mcx.options.xla or len(inst.operands) != 2:
+    if kb.mcx.options.xla or len(inst.operands) != 2 or inst.shape.is_tuple \
+            or binary_root(inst.attrs["to_apply"]) != "add":
         return False
     dt = inst.attrs["to_apply"].root.shape.dtype
-    return (binary_root(inst.attrs["to_apply"]) == "add"
-            and dt.name in ("f16", "bf16", "f32", "f64")
+    return (dt.name in ("f16", "bf16", "f32", "f64")
             and all(o.shape.dtype == dt for o in inst.operands) and inst.shape.dtype == dt)
 
 
