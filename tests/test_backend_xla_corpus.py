@@ -33,18 +33,10 @@ from corpus import XLA, needs_corpus, xla_manifest
 
 SAMPLE_EVERY = 4
 # file -> why the compiled result differs from the interpreter's (never inferred)
-_WIDE_SUM = ("long f16/bf16 sum: the interpreter follows HloEvaluator's fast reduce path "
-             "(accumulating wide), compiled ieee code adds in order in the element type as "
-             "the reducer says, and stalls once the addend is under half an ulp")
 KNOWN_DIFFERENCES: dict[str, str] = {
-    "1325_gpu_hlo_buffers.hlo": _WIDE_SUM,
-    "1328_gpu_hlo_llvm_1.hlo": _WIDE_SUM,
-    "1331_gpu_hlo_ptx_1.hlo": _WIDE_SUM,
-    "1654_reduce_fold_zero_add.hlo": _WIDE_SUM,
     "0370_mixedprecisionreduction.hlo": (
         "reduce of f32 with an f32 reducer into a bf16[] result: the interpreter hands back "
         "the f32 accumulator unrounded (f32 array), compiled code rounds to the declared bf16"),
-    "0961_reducebroadcastscalartobroadcastmultiply.hlo": _WIDE_SUM + " (-2336 vs -64)",
 }
 _SPEC = re.compile(r"ErrorSpec\{\s*([-+0-9.e]+)\s*,\s*([-+0-9.e]+)\s*\}")
 

@@ -214,12 +214,12 @@ def test_dump_to_writes_the_llvm_ir_that_runs(small, tmp_path):
 
 
 def test_dump_to_says_why_there_is_no_llvm_ir(tmp_path):
-    src = tmp_path / "ch.hlo"     # complex cholesky: not compiled yet (an interpreter-only op)
-    src.write_text("HloModule ch\n\nENTRY e {\n  p = c64[2,2] parameter(0)\n"
-                   "  ROOT r = c64[2,2] cholesky(p), lower=true\n}\n")
+    src = tmp_path / "ch.hlo"     # f16 cholesky over 128 x 128: not compiled (interpreter only)
+    src.write_text("HloModule ch\n\nENTRY e {\n  p = f16[129,129] parameter(0)\n"
+                   "  ROOT r = f16[129,129] cholesky(p), lower=true\n}\n")
     result = invoke_opt([src, "--dump-to", tmp_path / "d"])
     assert result.exit_code == 0, result.stderr
-    assert "no LLVM IR dump: unsupported: cholesky on c64" in result.stderr
+    assert "no LLVM IR dump: unsupported: cholesky on f16[129,129]" in result.stderr
     assert not list((tmp_path / "d").glob("*.ll"))
 
 

@@ -32,6 +32,45 @@ def _array_leaves(shape):
     return [s for s in shape.leaves()]
 
 
+def _fusion_env(kb, inst, comp, readers) -> dict:
+    """Parameter number -> generator. A tuple-shaped parameter's leaves arrive as separate
+    buffers (readers, flattened in order); the get-tuple-element chains that reach an
+    array leaf read that buffer (kb.overrides). Any other use of a tuple-valued parameter
+    or of a partial chain is refused."""
+    env, first = {}, 0
+    params = sorted(comp.parameters, key=lambda p: p.parameter_number)
+    for p in params:
+        n = len(p.shape.leaves())
+        if not p.shape.is_tuple:
+            env[p.parameter_number] = readers[first]
+        else:
+            def refuse(index, _p=p):
+                raise unsupported(_p, "a tuple-shaped fusion parameter used other than "
+                                      "through get-tuple-element in the compiled back end")
+            env[p.parameter_number] = refuse
+            _bind_leaves(kb, p, first, readers)
+        first += n
+    return env
+
+
+def _bind_leaves(kb, value, first, readers) -> None:
+    """Override each get-tuple-element user of tuple `value` (whose leaves are readers
+    first, first + 1, ...) with its leaf's reader, recursively."""
+    offset = first
+    offsets = []
+    for el in value.shape.elements:
+        offsets.append(offset)
+        offset += len(el.leaves())
+    for u in value.users:
+        if u.opcode != "get-tuple-element":
+            continue
+        at = offsets[u.attrs["index"]]
+        if u.shape.is_tuple:
+            _bind_leaves(kb, u, at, readers)
+        else:
+            kb.overrides[id(u)] = readers[at]
+
+
 def emit_kernel(mcx, inst) -> ir.Function:
     """The kernel computing `inst` (a fusion or an op with a generator or kernel emitter)."""
     fn = ir.Function(mcx.module, KERNEL_TYPE, name=mcx.unique(inst.name))
@@ -46,18 +85,16 @@ def emit_kernel(mcx, inst) -> ir.Function:
     kb.fence_outputs = inlinable and mcx.options.xla
     b = kb.b
     args, wg, nwg = fn.args
-    in_leaves = []
-    for o in inst.operands:
-        if o.shape.is_tuple:
-            raise unsupported(inst, "a tuple-shaped operand of a kernel in the compiled back end")
-        in_leaves.append(o.shape)
+    if inst.opcode != "fusion" and any(o.shape.is_tuple for o in inst.operands):
+        raise unsupported(inst, "a tuple-shaped operand of a kernel in the compiled back end")
+    in_leaves = [s for o in inst.operands for s in o.shape.leaves()]   # the caller's buffers
     out_shapes = _array_leaves(inst.shape)
     ptrs = [ptr_arg(b, args, k, name=f"in{k}") for k in range(len(in_leaves))]
     outs = [ptr_arg(b, args, len(in_leaves) + k, name=f"out{k}") for k in range(len(out_shapes))]
     readers = [reader(lambda: kb, s, (lambda p=p: p)) for s, p in zip(in_leaves, ptrs)]
     if inst.opcode == "fusion":
         comp = inst.attrs["calls"]
-        env = {k: r for k, r in enumerate(readers)}
+        env = _fusion_env(kb, inst, comp, readers)
         root = comp.root
         gen_of = lambda i: kb.generator(i, env)    # noqa: E731
         emitter = emitter_of(root.opdef)

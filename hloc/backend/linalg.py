@@ -113,9 +113,11 @@ _ = const
 @emits_kernel("cholesky")
 def _emit_cholesky(kb, inst, ops, outputs):
     """Unblocked Cholesky of the `lower` (or upper, through the transpose) triangle, the
-    interpreter's order; a matrix whose diagonal goes NaN becomes all NaN. Real types;
-    f16/bf16 factor in an f32 work matrix (the interpreter's work type), rounded once at
-    the end (up to 128 x 128, the work matrix lives on the stack)."""
+    interpreter's order; a matrix whose diagonal goes NaN becomes all NaN (NaN + 0i for
+    complex, as NumPy assigns it). Complex: l_jj = sqrt(re(a_jj - sum l_jk conj(l_jk))),
+    l_ij = (a_ij - sum l_ik conj(l_jk)) / l_jj. f16/bf16 factor in an f32 work matrix (the
+    interpreter's work type), rounded once at the end (up to 128 x 128, the work matrix
+    lives on the stack)."""
     from llvmlite import ir
     from ..interp.core import unsupported
     from ..ir.dtypes import DTYPES
@@ -124,8 +126,9 @@ def _emit_cholesky(kb, inst, ops, outputs):
     (lptr, shape), = outputs
     dt = shape.dtype
     narrow = dt.name in ("f16", "bf16")
+    cplx = dt.kind == "complex"
     n = shape.dims[-1]
-    if dt.name not in ("f32", "f64") and not (narrow and n <= 128):
+    if dt.name not in ("f32", "f64", "c64", "c128") and not (narrow and n <= 128):
         raise unsupported(inst, f"cholesky on {dt.name}{f'[{n},{n}]' if narrow else ''} "
                                 "in the compiled back end")
     lower = bool(inst.attrs.get("lower"))
@@ -133,12 +136,13 @@ def _emit_cholesky(kb, inst, ops, outputs):
         return
     ashape = inst.operands[0].shape
     wdt = DTYPES["f32"] if narrow else dt
+    mul, sub, div, conj = _ops(kb, wdt)
     zero = const(wdt, 0.0)
-    t = zero.type
+    t = zero.re.type if cplx else zero.type
     work = kb.alloca_entry(ir.ArrayType(F32, n * n), name="chol.work") if narrow else None
     if not narrow:
         _copy_all(kb, lambda index: zero, lptr, shape)
-    acc = kb.alloca_entry(t, name="cs")
+    acc = kb.alloca_entry(_acc_type(wdt), name="cs")
     failed = kb.alloca_entry(ir.IntType(1), name="cfail")
     sqrt = kb.mcx.intrinsic(f"llvm.sqrt.{'f32' if str(t) == 'float' else 'f64'}", t, [t])
     with loop_nest(b, shape.dims[:-2], names=loop_names("cb", shape.rank - 2)) as bivs:
@@ -163,22 +167,24 @@ def _emit_cholesky(kb, inst, ops, outputs):
             fill(zero)
         b.store(ir.Constant(ir.IntType(1), 0), failed)
         with for_range(b, 0, n, name="cj") as j:
-            b.store(a_at(j, j), acc)
+            _store_acc(b, acc, a_at(j, j))
             with for_range(b, 0, j, name="ck") as k:
                 v = load_elem(b, wdt, l_ptr(j, k))
-                b.store(b.fsub(b.load(acc, typ=t), b.fmul(v, v)), acc)
-            ljj = b.call(sqrt, [b.load(acc, typ=t)])
-            store_elem(b, wdt, ljj, l_ptr(j, j))
+                _store_acc(b, acc, sub(_load_acc(b, acc, wdt), mul(v, conj(v))))
+            d = _load_acc(b, acc, wdt)
+            ljj = b.call(sqrt, [d.re if cplx else d])
+            store_elem(b, wdt, Cplx(ljj, ir.Constant(t, 0.0)) if cplx else ljj, l_ptr(j, j))
             ljj = load_elem(b, wdt, l_ptr(j, j))
-            b.store(b.or_(b.load(failed, typ=ir.IntType(1)), b.fcmp_unordered("uno", ljj, ljj)), failed)
+            re = ljj.re if cplx else ljj
+            b.store(b.or_(b.load(failed, typ=ir.IntType(1)), b.fcmp_unordered("uno", re, re)), failed)
             with for_range(b, b.add(j, i64(1)), i64(n), name="ci") as i:
-                b.store(a_at(i, j), acc)
+                _store_acc(b, acc, a_at(i, j))
                 with for_range(b, 0, j, name="ck2") as k:
-                    p = b.fmul(load_elem(b, wdt, l_ptr(i, k)), load_elem(b, wdt, l_ptr(j, k)))
-                    b.store(b.fsub(b.load(acc, typ=t), p), acc)
-                store_elem(b, wdt, b.fdiv(b.load(acc, typ=t), ljj), l_ptr(i, j))
+                    p = mul(load_elem(b, wdt, l_ptr(i, k)), conj(load_elem(b, wdt, l_ptr(j, k))))
+                    _store_acc(b, acc, sub(_load_acc(b, acc, wdt), p))
+                store_elem(b, wdt, div(_load_acc(b, acc, wdt), ljj), l_ptr(i, j))
         with b.if_then(b.load(failed, typ=ir.IntType(1))):
-            fill(ir.Constant(t, float("nan")))
+            fill(const(wdt, complex(float("nan"), 0.0)) if cplx else ir.Constant(t, float("nan")))
         if narrow:
             with loop_nest(b, [n, n], names=["oi", "oj"]) as (i, j):
                 store_elem(b, dt, load_elem(b, wdt, l_ptr(i, j)), out_ptr(i, j))

@@ -5,6 +5,10 @@ values and its root's generators evaluated at a scalar index, so any elemental
 `to_apply` compiles (argmax-style tuple reducers included). Reductions accumulate in
 allocas promoted to registers; in xla-cpu numerics the reducer's FP ops carry
 `reassoc`, so LLVM vectorises the inner loop (XLA emits reducers with reassociation too).
+In ieee numerics a float `add(p0, p1)` reduce (f16/bf16/f32/f64, one type throughout)
+keeps HloEvaluator's fast-path order, as the interpreter does: the reduced elements
+summed in double, 512 at a time (each partial from 0.0), the partials added to init in
+order, rounded once (f16/bf16 through f32, as SetFromDouble).
 """
 from __future__ import annotations
 
@@ -84,6 +88,8 @@ def _emit_reduce(kb, inst, ops, index):
     ivs = {}
     stack = []
     split = kb.reduce_split.get(id(inst))       # chunk wg of nwg (hloc.backend.split_reduce)
+    if split is None and _evaluator_sum(kb, inst):
+        return _emit_evaluator_sum(kb, inst, ops, index, inits[0], red, kept)
     for d in red:
         lo, hi = 0, shape0.dims[d]
         if split is not None and d == red[0]:
@@ -106,6 +112,49 @@ def _emit_reduce(kb, inst, ops, index):
         cm.__exit__(None, None, None)
     out = acc.get()
     return out if inst.shape.is_tuple else out[0]
+
+
+_CHUNK = 512            # hloc.interp.reductions' (HloEvaluator's) partial-sum length
+
+
+def _evaluator_sum(kb, inst) -> bool:
+    """The reduce is one where the interpreter sums in double (its fast path)."""
+    from ..interp.lanes import binary_root
+    if kb.mcx.options.xla or len(inst.operands) != 2 or inst.shape.is_tuple \
+            or binary_root(inst.attrs["to_apply"]) != "add":
+        return False
+    dt = inst.attrs["to_apply"].root.shape.dtype
+    return (dt.name in ("f16", "bf16", "f32", "f64")
+            and all(o.shape.dtype == dt for o in inst.operands) and inst.shape.dtype == dt)
+
+
+def _emit_evaluator_sum(kb, inst, ops, index, init, red, kept):
+    from llvmlite import ir
+    from .types import F64, round_narrow
+    b = kb.b
+    shape0 = inst.operands[0].shape
+    dt = shape0.dtype
+    wide = (lambda v: v) if dt.name == "f64" else (lambda v: b.fpext(v, F64))  # noqa: E731
+    zero = ir.Constant(F64, 0.0)
+    acc = _Acc(kb, [wide(init), zero, i64(0)])       # total, partial, elements so far
+    stack, multi = [], [None] * shape0.rank
+    for k, d in enumerate(kept):
+        multi[d] = index.multi[k]
+    for d in red:
+        cm = for_range(b, 0, shape0.dims[d], name=f"r{d}")
+        multi[d] = cm.__enter__()
+        stack.append(cm)
+    total, partial, count = acc.get()
+    partial = b.fadd(partial, wide(ops[0](Index(b, shape0, multi=list(multi)))))
+    count = b.add(count, i64(1))
+    full = b.icmp_unsigned("==", b.urem(count, i64(_CHUNK)), i64(0))
+    acc.set([b.select(full, b.fadd(total, partial), total), b.select(full, zero, partial), count])
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)
+    total, partial, count = acc.get()
+    rest = b.icmp_unsigned("!=", b.urem(count, i64(_CHUNK)), i64(0))
+    total = b.select(rest, b.fadd(total, partial), total)
+    return total if dt.name == "f64" else round_narrow(b, dt, b.fptrunc(total, compute_type(dt)))
 
 
 @emits("map")

@@ -1,4 +1,6 @@
-"""rng-bit-generator as a kernel emitter, bit-exact with the interpreter (XLA's
+"""rng-bit-generator, rng and rng-get-and-update-state as kernel emitters.
+
+rng-bit-generator is bit-exact with the interpreter (XLA's
 RngBitGeneratorExpander over prng.cc's Philox4x32-10 and ThreeFry2x32-20).
 
 Every output element computes its own counter block (data parallel; no loop-carried
@@ -205,3 +207,31 @@ def _emit_rng(kb, inst, ops, outputs):
                 v = round_narrow(b, dt, x if ct == F64 else b.fptrunc(x, F32))
         p = b.gep(vptr, [index.linear], source_etype=storage_type(dt), inbounds=True)
         store_elem(b, dt, v, p)
+
+
+@emits_kernel("rng-get-and-update-state")
+def _emit_rng_get_and_update_state(kb, inst, ops, outputs):
+    """The CPU runtime's rng state (rng_state_thunk.cc), as the interpreter keeps it: a
+    128-bit counter per instruction and loaded executable, starting at 0x7012395; each
+    execution returns it as u64[2] (low, high) and advances it by `delta`. The words are
+    two private globals advanced by atomic adds (the high one by the low one's carry), so
+    concurrent runs each get a distinct state."""
+    from ..interp.rng import RNG_STATE_INITIAL
+    (sptr, sshape), = outputs
+    if sshape.dtype.name != "u64" or tuple(sshape.dims) != (2,):
+        raise unsupported(inst, f"rng-get-and-update-state to {sshape} in the compiled back end")
+    b = kb.b
+    delta = int(inst.attrs["delta"]) % (1 << 128)
+    signed = lambda w: w - (1 << 64) if w >> 63 else w          # noqa: E731
+    d_lo, d_hi = signed(delta & ((1 << 64) - 1)), signed(delta >> 64)
+    words = []
+    for part, init in (("lo", RNG_STATE_INITIAL & ((1 << 64) - 1)), ("hi", RNG_STATE_INITIAL >> 64)):
+        g = ir.GlobalVariable(kb.mcx.module, I64, name=kb.mcx.unique(f"rng.state.{part}.{inst.name}"))
+        g.initializer = ir.Constant(I64, signed(init))
+        g.linkage = "private"
+        words.append(g)
+    old_lo = b.atomic_rmw("add", words[0], i64(d_lo), "monotonic")
+    carry = b.zext(b.icmp_unsigned("<", b.add(old_lo, i64(d_lo)), old_lo), I64)
+    old_hi = b.atomic_rmw("add", words[1], b.add(i64(d_hi), carry), "monotonic")
+    for k, v in enumerate((old_lo, old_hi)):
+        b.store(v, b.gep(sptr, [i64(k)], source_etype=I64, inbounds=True))
