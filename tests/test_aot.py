@@ -369,6 +369,18 @@ def test_python_api_writes_a_library(tmp_path):
     assert hasattr(exe, "run")
 
 
+
+def test_header_says_when_kernels_allocate(tmp_path):
+    """Sort kernels take row scratch from malloc (libc): allowed, and the header says so;
+    a module without them keeps the never-allocates promise."""
+    sort = hloc.compile(hloc.parse_file(DUMPS / "sort_ops.before_optimizations.hlo"),
+                        str(tmp_path / "libs.o"), header=str(tmp_path / "s.h"))
+    assert "malloc" in sort.undefined
+    assert "also malloc row scratch" in (tmp_path / "s.h").read_text()
+    hloc.compile(hloc.parse_file(DUMPS / "while_loop_newton.before_optimizations.hlo"),
+                 str(tmp_path / "libw.o"), header=str(tmp_path / "w.h"))
+    assert "the library never allocates" in (tmp_path / "w.h").read_text()
+
 # ---- the emitted GEMM against NumPy (through the JIT with gemm="emitted")
 
 def _dot_module(m, n, k, dt, lhs_layout="{1,0}", out_layout="{1,0}", rhs_t=False):

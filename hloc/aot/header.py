@@ -7,6 +7,8 @@ thread-pool callback type. Nothing in it depends on Python.
 """
 from __future__ import annotations
 
+import re
+
 from .lower import ERRORS, SCRATCH_ALIGN, Lowered
 
 
@@ -86,6 +88,10 @@ def _names(P, kind, leaves) -> list[str]:
     return out
 
 
+# Kernels that take their scratch from the C heap (hloc.backend.sorting / fft / lapack).
+_ALLOCATES = re.compile(r'^declare [^\n]*@"?malloc"?\(', re.M)
+
+
 def header_text(low: Lowered, module_name: str, source: str, target, cpp_class: str | None = None,
                 link_note: str = "") -> str:
     P = low.prefix
@@ -98,7 +104,10 @@ def header_text(low: Lowered, module_name: str, source: str, target, cpp_class: 
         f" *   void* args[{P}_NUM_ARGS]       one pointer per argument buffer, in the order below",
         f" *   void* results[{P}_NUM_RESULTS] one pointer per result buffer (written by the call)",
         f" *   void* scratch                 {P}_SCRATCH_BYTES bytes aligned to {P}_SCRATCH_ALIGN",
-        " *                                 (NULL when that is 0); the library never allocates.",
+        *([" *                                 (NULL when that is 0); sort, fft and LAPACK kernels",
+           " *                                 also malloc row scratch, freed before they return."]
+          if _ALLOCATES.search(low.ir_text) else
+          [" *                                 (NULL when that is 0); the library never allocates."]),
         f" *   int rc = {P}_run(args, results, scratch);            threads: {P}_DEFAULT_THREADS",
         f" *   int rc = {P}_run_with(args, results, scratch, &cfg); threads / thread pool per call",
         " * Buffers hold elements in the layout stated for each (row-major unless said),",

@@ -20,8 +20,6 @@ Other alpha/beta values and complex types take a plain loop with the same per-el
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import llvmlite.binding as llvm
 from llvmlite import ir
 
@@ -229,23 +227,6 @@ def _blocked_call(mcx, b, t, strided):
             b.call(kernel, [args, i64(0), i64(1)])
 
 
-@contextmanager
-def _steps(b, start, stop, step, name):
-    """for (i = start; i < stop; i += step)"""
-    pre = b.block
-    head, body, end = (b.append_basic_block(f"{name}.{s}") for s in ("head", "body", "end"))
-    b.branch(head)
-    b.position_at_end(head)
-    iv = b.phi(I64, name=name)
-    iv.add_incoming(start, pre)
-    b.cbranch(b.icmp_signed("<", iv, stop), body, end)
-    b.position_at_end(body)
-    yield iv
-    iv.add_incoming(b.add(iv, step, flags=("nsw",)), b.block)
-    b.branch(head)
-    b.position_at_end(end)
-
-
 def _min(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)
 
@@ -291,10 +272,10 @@ def _kernel(mcx, t, vbytes) -> ir.Function:
     zero_v = ir.Constant(vt, [0.0] * vw)
     row_vt = ir.VectorType(t, nr)
 
-    with _steps(b, i64(0), k, i64(kcb), "pc") as pc:
+    with for_range(b, i64(0), k, "pc", step=i64(kcb)) as pc:
         kc = _min(b, i64(kcb), b.sub(k, pc))
         first = b.and_(b.icmp_signed("==", pc, i64(0)), b.icmp_signed("==", accumulate, i64(0)))
-        with _steps(b, lo, hi, i64(mc), "ic") as ic:
+        with for_range(b, lo, hi, "ic", step=i64(mc)) as ic:
             ie = _min(b, hi, b.add(ic, i64(mc)))
             # pack A[ic:ie, pc:pc+kc] as MR-row strips, k-major (rows past ie repeat row ie-1)
             last_a = b.sub(ie, i64(1))
@@ -316,7 +297,7 @@ def _kernel(mcx, t, vbytes) -> ir.Function:
                 with for_range(b, 0, kc, name="apk") as kk:
                     x = b.load(_elem(b, t, src_row, b.mul(b.add(pc, kk), csa)), typ=t)
                     b.store(x, _elem(b, t, apack, b.add(base, b.mul(kk, i64(mr)))))
-            with _steps(b, i64(0), n, i64(nr), "jc") as jc:
+            with for_range(b, i64(0), n, "jc", step=i64(nr)) as jc:
                 ncols = _min(b, i64(nr), b.sub(n, jc))
                 # pack B[pc:pc+kc, jc:jc+nr] into the panel, zero padded to nr columns
                 contiguous = b.and_(b.icmp_signed("==", csb, i64(1)), b.icmp_signed("==", ncols, i64(nr)))
@@ -336,7 +317,7 @@ def _kernel(mcx, t, vbytes) -> ir.Function:
                                                                  b.mul(b.add(jc, jj), csb))), typ=t)
                                 x = b.select(b.icmp_signed("<", j, ncols), x, ir.Constant(t, 0.0))
                                 b.store(x, _elem(b, t, panel, b.add(b.mul(kk, i64(nr)), j)))
-                with _steps(b, ic, ie, i64(mr), "ir") as i0:
+                with for_range(b, ic, ie, "ir", step=i64(mr)) as i0:
                     rows = _min(b, i64(mr), b.sub(ie, i0))
                     full = b.and_(b.icmp_signed("==", rows, i64(mr)), b.icmp_signed("==", ncols, i64(nr)))
                     strip_a = _elem(b, t, apack, b.mul(b.sub(i0, ic), kc))   # (i0-ic)/mr * kc * mr

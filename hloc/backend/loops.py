@@ -29,8 +29,9 @@ def clamp_i64(b: ir.IRBuilder, v, lo: int, hi: int):
 
 
 @contextmanager
-def for_range(b: ir.IRBuilder, start, stop, name: str = "i"):
-    """`for (i = start; i < stop; ++i) { body }`; yields i (i64)."""
+def for_range(b: ir.IRBuilder, start, stop, name: str = "i", step=None):
+    """`for (i = start; i < stop; i += step) { body }` (step 1 by default, else a positive
+    i64 value or int); yields i (i64)."""
     start = i64(start) if isinstance(start, int) else start
     stop = i64(stop) if isinstance(stop, int) else stop
     pre = b.block
@@ -44,7 +45,8 @@ def for_range(b: ir.IRBuilder, start, stop, name: str = "i"):
     b.cbranch(b.icmp_signed("<", iv, stop), body, end)
     b.position_at_end(body)
     yield iv
-    nxt = b.add(iv, ONE, name=f"{name}.next", flags=("nsw",))
+    step = ONE if step is None else (i64(step) if isinstance(step, int) else step)
+    nxt = b.add(iv, step, name=f"{name}.next", flags=("nsw",))
     iv.add_incoming(nxt, b.block)
     b.branch(head)
     b.position_at_end(end)
