@@ -31,24 +31,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 DUMPS = ROOT / "testdata" / "dumps"
 
-SUM_XYZ = """HloModule sum_xyz
-add_f {{
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] add(a, b)
-}}
-ENTRY e {{
-  x = f32[{n}] parameter(0)
-  y = f32[{n}] parameter(1)
-  z = f32[{n}] parameter(2)
-  m = f32[{n}] multiply(y, z)
-  s = f32[{n}] add(x, m)
-  zero = f32[] constant(0)
-  ROOT r = f32[] reduce(s, zero), dimensions={{0}}, to_apply=add_f
-}}
-"""
+from run import _sum_xyz  # noqa: E402  (benchmarks/run.py: the same program as its table)
+
 SGEMM = """HloModule sgemm
 ENTRY e {
   a = f32[1024,1024] parameter(0)
@@ -65,7 +52,7 @@ def _cases():
     mats = [rng.standard_normal((1024, 1024)).astype(np.float32) for _ in range(2)]
     return {
         "sum_xyz dump": lambda: (_read(DUMPS / "reduce_sum_xyz.before_optimizations.hlo"), _npz("reduce_sum_xyz")),
-        "sum_xyz 4M": lambda: (SUM_XYZ.format(n=n), big),
+        "sum_xyz 4M": lambda: (_sum_xyz(n), big),
         "mlp_train_step": lambda: (_read(DUMPS / "mlp_train_step.before_optimizations.hlo"), _npz("mlp_train_step")),
         "bert_train_step": lambda: (_read(DUMPS / "bert_train_step.before_optimizations.hlo"), _npz("bert_train_step")),
         "sgemm 1024": lambda: (SGEMM, mats),
@@ -106,29 +93,11 @@ def _xla(text, inputs, repeat, python):
 
 
 def _xla_worker(d, repeat):
-    import jax
-    jax.config.update("jax_enable_x64", True)
-    import jaxlib._hlo as h
-    from jax._src.interpreters import mlir as jmlir
-    from jax._src.lib import xla_client as xc
-    from jax._src.lib.mlir import ir
+    from run import _xla_text
     text = (Path(d) / "m.hlo").read_text()
     with np.load(Path(d) / "in.npz") as z:
         inputs = [z[f"arr_{i}"] for i in range(len(z.files))]
-    m = h.hlo_module_from_text(text)
-    bc = xc._xla.mlir.hlo_to_stablehlo(m.as_serialized_hlo_module_proto())
-    with jmlir.make_ir_context():
-        code = jmlir.module_to_bytecode(ir.Module.parse(bc))
-    client = jax.devices("cpu")[0].client
-    exe = client.compile_and_load(code, xc.DeviceList(tuple(jax.devices("cpu"))), xc.CompileOptions())
-    dev = [jax.device_put(a) for a in inputs]
-
-    def call():
-        out = exe.execute_sharded(dev)
-        for a in out.disassemble_into_single_device_arrays():
-            a[0].block_until_ready()
-    print(_best(call, repeat))
-
+    print(_xla_text(text, inputs, repeat)[1] * 1e6)
 
 def main():
     ap = argparse.ArgumentParser()

@@ -19,18 +19,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import hloc  # noqa: E402
 from hloc.backend import compile_module, conv_gemm  # noqa: E402
 from hloc.cli_backend import prepare_for_cpu  # noqa: E402
 from hloc.compare import ErrorSpec, near  # noqa: E402
+from run import _best  # noqa: E402  (benchmarks/run.py)
 
 NEVER = 1 << 62
 
@@ -65,15 +66,6 @@ def conv_text(lhs, rhs, pads):
     return (f"HloModule conv\n\nENTRY e {{\n  x = f32[{s(lhs)}] parameter(0)\n"
             f"  k = f32[{s(rhs)}] parameter(1)\n  ROOT c = f32[{s(out)}] convolution(x, k), "
             f"window={{{win}}}, dim_labels=b01f_01io->b01f\n}}\n")
-
-
-def _best(fn, repeat):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def _compiled(module_fn, threshold, gemm, threads):
