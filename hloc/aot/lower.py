@@ -136,16 +136,7 @@ def _install_parallel(mcx, ctx, fpenv) -> None:
     def task(t):
         return b.gep(tasks, [i64(0), t], source_etype=tasks_t, inbounds=True)
 
-    def tfield(p, k):
-        return b.gep(p, [i64(0), ir.Constant(I32, k)], source_etype=parallel.TASK_T, inbounds=True)
-
-    with for_range(b, 0, n, name="t") as t:
-        p = task(t)
-        b.store(kernel, tfield(p, 0))
-        b.store(args, tfield(p, 1))
-        b.store(nwg, tfield(p, 2))
-        b.store(b.udiv(b.mul(nwg, t), n), tfield(p, 3))
-        b.store(b.udiv(b.mul(nwg, b.add(t, i64(1))), n), tfield(p, 4))
+    parallel.fill_tasks(b, task, kernel, args, nwg, n)
     pool_fn = b.load(field(cfg, 1), typ=POOL_T.as_pointer(), name="parallel_for")  # typed: the callee
     use_pool = b.and_(b.icmp_unsigned("!=", pool_fn, ir.Constant(POOL_T.as_pointer(), None)),
                       b.icmp_unsigned(">", n, i64(1)))
@@ -153,21 +144,7 @@ def _install_parallel(mcx, ctx, fpenv) -> None:
         with then:
             b.call(pool_fn, [b.load(field(cfg, 2), typ=PTR), n, pool_task, tasks])
         with other:
-            with for_range(b, 1, n, name="s") as t:
-                tid = b.gep(tids, [i64(0), t], source_etype=tids_t, inbounds=True)
-                rc = b.call(create, [tid, ir.Constant(PTR, None), worker, task(t)])
-                b.store(b.zext(b.icmp_signed("==", rc, ir.Constant(I32, 0)), I8),
-                        b.gep(started, [i64(0), t], source_etype=started_t, inbounds=True))
-            b.call(worker, [task(i64(0))])
-            with for_range(b, 1, n, name="j") as t:
-                ok = b.load(b.gep(started, [i64(0), t], source_etype=started_t, inbounds=True), typ=I8)
-                with b.if_else(b.icmp_unsigned("!=", ok, ir.Constant(I8, 0))) as (joined, inline):
-                    with joined:
-                        tid = b.load(b.gep(tids, [i64(0), t], source_etype=tids_t, inbounds=True),
-                                     typ=I64)
-                        b.call(join, [tid, ir.Constant(PTR, None)])
-                    with inline:            # a thread that could not start: its range here
-                        b.call(worker, [task(t)])
+            parallel.run_on_threads(b, create, join, worker, task, n, tids, started)
     b.ret_void()
     mcx._decls["hloc.parallel"] = fn
 

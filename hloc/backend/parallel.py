@@ -106,9 +106,18 @@ def parallel_function(mcx) -> ir.Function:
     def task(t):
         return b.gep(tasks, [i64(0), t], source_etype=tasks_t, inbounds=True)
 
+    fill_tasks(b, task, kernel, args, nwg, n)
+    run_on_threads(b, create, join, worker, task, n, tids, started)
+    b.ret_void()
+    mcx._decls["hloc.parallel"] = fn
+    return fn
+
+
+def fill_tasks(b, task, kernel, args, nwg, n) -> None:
+    """Task t of n (`task(t)` its TASK_T slot) runs work groups [nwg*t/n, nwg*(t+1)/n) of
+    `kernel` on `args`."""
     def field(p, k):
         return b.gep(p, [i64(0), ir.Constant(I32, k)], source_etype=TASK_T, inbounds=True)
-
     with for_range(b, 0, n, name="t") as t:
         p = task(t)
         b.store(kernel, field(p, 0))
@@ -116,24 +125,26 @@ def parallel_function(mcx) -> ir.Function:
         b.store(nwg, field(p, 2))
         b.store(b.udiv(b.mul(nwg, t), n), field(p, 3))
         b.store(b.udiv(b.mul(nwg, b.add(t, i64(1))), n), field(p, 4))
+
+
+def run_on_threads(b, create, join, worker, task, n, tids, started) -> None:
+    """Tasks 1..n-1 on new pthreads, task 0 on this one, then join; a task whose thread
+    could not start runs here. `tids` / `started`: [MAX_THREADS x i64 / i8] stack slots."""
+    tids_t, started_t = ir.ArrayType(I64, MAX_THREADS), ir.ArrayType(I8, MAX_THREADS)
     with for_range(b, 1, n, name="s") as t:
         tid = b.gep(tids, [i64(0), t], source_etype=tids_t, inbounds=True)
         rc = b.call(create, [tid, ir.Constant(PTR, None), worker, task(t)])
         ok = b.zext(b.icmp_signed("==", rc, ir.Constant(I32, 0)), I8)
-        b.store(ok, b.gep(started, [i64(0), t], source_etype=ir.ArrayType(I8, MAX_THREADS), inbounds=True))
+        b.store(ok, b.gep(started, [i64(0), t], source_etype=started_t, inbounds=True))
     b.call(worker, [task(i64(0))])
     with for_range(b, 1, n, name="j") as t:
-        ok = b.load(b.gep(started, [i64(0), t], source_etype=ir.ArrayType(I8, MAX_THREADS), inbounds=True),
-                    typ=I8)
-        with b.if_else(b.icmp_unsigned("!=", ok, ir.Constant(I8, 0))) as (then, other):
-            with then:
+        ok = b.load(b.gep(started, [i64(0), t], source_etype=started_t, inbounds=True), typ=I8)
+        with b.if_else(b.icmp_unsigned("!=", ok, ir.Constant(I8, 0))) as (joined, inline):
+            with joined:
                 tid = b.load(b.gep(tids, [i64(0), t], source_etype=tids_t, inbounds=True), typ=I64)
                 b.call(join, [tid, ir.Constant(PTR, None)])
-            with other:
+            with inline:
                 b.call(worker, [task(t)])
-    b.ret_void()
-    mcx._decls["hloc.parallel"] = fn
-    return fn
 
 
 def _umin(b, x, y):
