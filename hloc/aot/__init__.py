@@ -81,7 +81,8 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
         cc = cc or _cross_cc(target.triple)
     interface = _blas_interface(blas, target) if blas else "emitted"
     options = Options(numerics, opt_level, gemm=interface)
-    low = lower_library(module, options, prefix, target.triple, target.data_layout, threads)
+    low = lower_library(module, options, prefix, target.triple, target.data_layout, threads,
+                        target.features)
     obj = _object(low.ir_text, options, target, cache_dir, prefix, low.exports)
     extra = {"blas": frozenset(_SCIPY_GEMM), "cblas": frozenset(_CBLAS)}.get(interface, frozenset())
     libs = [os.path.abspath(p) for p in (blas, lapack) if p]

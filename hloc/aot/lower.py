@@ -52,8 +52,9 @@ class Lowered:
 
 
 def lower_library(module, options: Options, prefix: str, triple: str, data_layout: str,
-                  threads: int = 1) -> Lowered:
+                  threads: int = 1, features: str = "") -> Lowered:
     mcx = ModuleContext(module.name, options, triple, data_layout)
+    mcx.features = features
     ctx = ir.GlobalVariable(mcx.module, PTR, name=CTX)
     ctx.initializer = ir.Constant(PTR, None)
     ctx.linkage = "internal"

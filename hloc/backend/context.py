@@ -54,6 +54,7 @@ class ModuleContext:
         if data_layout:
             self.module.data_layout = data_layout
         self.options = options
+        self.features = ""          # LLVM target features ("+avx512f,..."), set by the lowerer
         self._decls: dict[str, ir.Function] = {}
         self._consts: dict[tuple, ir.GlobalVariable] = {}
         self._names: set[str] = set()

@@ -224,28 +224,12 @@ _tanh = _libm_f("tanh")
 
 def _exp(kb, dt, x):
     """exp: glibc's (rounded once) in ieee numerics; in xla-cpu numerics for f32 a
-    branch-free polynomial that LLVM vectorises (XLA:CPU also uses its own vectorisable
-    approximation): x = n*ln2 + r, |r| <= ln2/2, exp(r) by a degree-6 polynomial,
-    scaled by 2^n built in the exponent bits (two steps, so n down to -149 works)."""
+    branch-free polynomial that LLVM vectorises (hloc.backend.vmath; XLA:CPU also uses
+    its own vectorisable approximation)."""
     if not kb.options.xla or x.type != F32:
         return _libm_exp(kb, dt, x)
-    from .types import I32
-    b = kb.b
-    c = lambda v: ir.Constant(F32, v)   # noqa: E731
-    xc = b.select(b.fcmp_ordered("<", x, c(-104.0)), c(-104.0), x)   # NaN: handled below
-    xc = b.select(b.fcmp_ordered(">", xc, c(88.8)), c(88.8), xc)
-    n = b.call(kb.mcx.intrinsic("llvm.roundeven.f32", F32, [F32]), [b.fmul(xc, c(1.4426950408889634))])
-    r = b.fsub(b.fsub(xc, b.fmul(n, c(0.693145751953125))), b.fmul(n, c(1.428606765330187e-06)))
-    p = c(1.0 / 720)
-    for k in (120, 24, 6, 2, 1, 1):
-        p = b.fadd(b.fmul(p, r, flags=("contract",)), c(1.0 / k), flags=("contract",))
-    ni = b.fptosi(n, I32)
-    half = b.ashr(ni, ir.Constant(I32, 1))
-    s1 = b.bitcast(b.shl(b.add(half, ir.Constant(I32, 127)), ir.Constant(I32, 23)), F32)
-    s2 = b.bitcast(b.shl(b.add(b.sub(ni, half), ir.Constant(I32, 127)), ir.Constant(I32, 23)), F32)
-    y = b.fmul(b.fmul(p, s1), s2)
-    y = b.select(b.fcmp_ordered(">", x, c(88.72283935546875)), c(float("inf")), y)
-    return b.select(b.fcmp_unordered("uno", x, x), x, y)
+    from .vmath import exp_f32
+    return exp_f32(kb, x)
 
 
 def _expm1(kb, dt, x):

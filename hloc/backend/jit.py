@@ -63,9 +63,10 @@ class Lowered:
 def lower(module, options: Options) -> Lowered:
     from .expand import for_codegen
     module = for_codegen(module)          # batch-norm expanded, as XLA:CPU always does
-    _, _, _, triple = host()
+    _, _, feats, triple = host()
     tm = target_machine()
     mcx = ModuleContext(module.name, options, triple, str(tm.target_data))
+    mcx.features = feats                  # the target's, for code that depends on them
     fns = Functions(mcx)
     entry = fns.compile(module.entry)
     wrapper = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, PTR]), name=ENTRY)
