@@ -15,7 +15,7 @@ from contextlib import nullcontext
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import blas, buffers, collective_calls, conv_gemm, parallel, split_reduce
+from . import blas, buffers, collective_calls, conv_gemm, parallel, row_groups, split_reduce
 from .profile import site_of
 from .context import ptr_arg
 from .inplace import inplace_state
@@ -136,10 +136,15 @@ class _Emitter:
 
     # -- instructions
     def run(self) -> None:
+        groups = row_groups.plan(self.comp, self.plan)
         for inst in self.comp.instructions:
             if self.plan.no_code(inst):
                 continue
-            self.instruction(inst)
+            group = groups.get(id(inst))
+            if group is None:
+                self.instruction(inst)
+            elif group.members[0] is inst:        # the others run inside its kernel
+                row_groups.emit(self, group)
         for j, buf in self.plan.root_copies:
             out = ptr_arg(self.b, self.fn.args[1], j)
             if buf.kind == "param":     # a while body's state passed through: maybe one buffer

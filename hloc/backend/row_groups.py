@@ -1,0 +1,348 @@
+"""Row groups: consecutive kernels over the same rows, run row by row in one kernel.
+
+A reduce-then-broadcast chain (softmax: row max, subtract+exp, row sum, divide;
+layernorm: row sum, variance, normalise) is several kernels, each streaming the whole
+array through memory. When every kernel of a run computes rows of the same count R (the
+outermost physical dimension of its result) and reads the results of earlier kernels of
+the run only at its own row (checked through the fused computation: elementwise ops,
+broadcasts and reductions that keep that dimension), the run becomes one kernel: for each
+row, the members in order, each over that row. A row is then read from memory once and
+stays in cache across its reduction and its elementwise consumers. A member result used
+only inside the group lives in a per-row scratch on the stack (never written to memory);
+the others are written to their buffers as before.
+
+Each element is computed by the same generators as the separate kernels, so the results
+are those of the separate kernels (in xla-cpu numerics LLVM may vectorise a reduction's
+loop differently: within the reassociation that numerics allows). Rows are split into
+work groups fixed from the group's size (hloc.backend.parallel), never from the thread
+count, so the bits do not depend on it. Groups need >= 2 members, each too large to be
+inlined, rows of at most ROW_BYTES, no member writing a buffer another member reads from
+before the group, and not an in-place dynamic-update-slice or kernel-emitter member.
+"""
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+from .context import KernelBuilder, ptr_arg
+from .kernels import INLINE_WORK, KERNEL_TYPE, _fusion_env
+from .inplace import dus_base
+from .loops import Index, for_range, i64, minor_to_major
+from . import parallel
+from .parallel import kernel_work
+from .registry import ELEMENTAL
+from .registry import emitter as emitter_of
+from .structural import reader
+from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
+
+ROW_BYTES = 256 << 10       # a member's row (result or operand) above this: no gain, no group
+SCRATCH_BYTES = 512 << 10   # per-row scratch on the stack, all internal members together
+MIN_BYTES = 1 << 20         # a smaller group's data stays in cache anyway: kernels as they are
+ANY = "any"                 # an operand read at positions the analysis does not follow
+
+
+@dataclass
+class Group:
+    members: list
+    rows: int
+    nwg: int = 1
+    internal: set = field(default_factory=set)     # ids of members kept in row scratch
+
+
+def _row_dim(shape) -> int:
+    return minor_to_major(shape)[-1]
+
+
+def _row_bytes(shape, rows) -> int:
+    return shape.size // rows * itemsize(shape.dtype)
+
+
+_UNFUSED = frozenset({"reduce", "broadcast"})    # besides elementwise ops
+_NOT_INSIDE = frozenset({"dot", "convolution"})  # work of another kind: left alone
+
+
+def _candidate(inst) -> int | None:
+    """R if `inst` can be a member (an ordinary elemental kernel over R rows), else None."""
+    from ..ops.base import ELEMENTWISE
+    shape = inst.shape
+    if shape.is_tuple or shape.rank == 0 or not shape.dtype.is_array or shape.size == 0 \
+            or any(o.shape.is_tuple for o in inst.operands):
+        return None
+    if inst.opcode == "fusion":
+        comp = inst.attrs["calls"]
+        if comp.root.shape.is_tuple:
+            return None
+        inside = [i for i in comp.instructions if i.opcode != "parameter"]
+    elif inst.opcode in _UNFUSED or ELEMENTWISE in inst.opdef.traits:
+        inside = [inst]
+    else:
+        return None
+    for i in inside:
+        e = emitter_of(i.opdef)
+        if e is None or e.kind != ELEMENTAL or i.opcode in _NOT_INSIDE:
+            return None
+    if dus_base(inst) is not None or kernel_work(inst) < INLINE_WORK:
+        return None
+    rows = shape.dims[_row_dim(shape)]
+    if max([_row_bytes(shape, rows)] + [_row_bytes(o.shape, rows) for o in inst.operands
+                                         if o.shape.rank and o.shape.dims[_row_dim(o.shape)] == rows]) > ROW_BYTES:
+        return None
+    return rows
+
+
+def _operand_roles(inst, role) -> list:
+    """The dimension of each operand that equals the row index when `inst` is read with
+    dimension `role` equal to it (None: read independently of the row; ANY: not known)."""
+    from ..ops.base import ELEMENTWISE
+    ops = inst.operands
+    if role is ANY:
+        return [ANY] * len(ops)
+    if inst.opcode == "broadcast":
+        dims = list(inst.attrs["dimensions"])
+        return [dims.index(role) if role is not None and role in dims else None]
+    if inst.opcode == "reduce":
+        n = len(ops) // 2
+        red = set(inst.attrs["dimensions"])
+        kept = [d for d in range(ops[0].shape.rank) if d not in red]
+        return [None if role is None else kept[role]] * n + [None] * n
+    if ELEMENTWISE in inst.opdef.traits:
+        return [role if not o.shape.is_tuple and o.shape.rank == inst.shape.rank else None
+                for o in ops]
+    return [ANY] * len(ops)
+
+
+def _param_roles(comp) -> dict[int, set]:
+    """Parameter number -> the roles (above) it is read with, over every path from the
+    root of fused computation `comp` (whose result's row is its outermost dimension)."""
+    out: dict[int, set] = {}
+    seen = set()
+    stack = [(comp.root, _row_dim(comp.root.shape))]
+    while stack:
+        inst, role = stack.pop()
+        if (id(inst), role) in seen:
+            continue
+        seen.add((id(inst), role))
+        if inst.opcode == "parameter":
+            out.setdefault(inst.parameter_number, set()).add(role)
+            continue
+        stack.extend(zip(inst.operands, _operand_roles(inst, role)))
+    return out
+
+
+def _reads_rows_of(inst, members: dict) -> bool:
+    """Every read by `inst` of a value in `members` is at the row being computed."""
+    if inst.opcode == "fusion":
+        roles = _param_roles(inst.attrs["calls"])
+    else:
+        roles = {k: {r} for k, r in enumerate(_operand_roles(inst, _row_dim(inst.shape)))}
+    for k, o in enumerate(inst.operands):
+        if id(o) in members and roles.get(k, set()) - {_row_dim(o.shape)}:
+            return False
+    return True
+
+
+def plan(comp, bplan) -> dict[int, Group]:
+    """id(member) -> its group, for every group of `comp` (hloc.backend.buffers plan `bplan`)."""
+    runs, cur, rows = [], [], None
+    for inst in comp.instructions:
+        if bplan.no_code(inst):
+            continue
+        r = _candidate(inst)
+        members = {id(m): m for m in cur}
+        if r is not None and r == rows and any(id(o) in members for o in inst.operands) \
+                and _fits(inst, members, bplan):
+            cur.append(inst)
+            continue
+        runs.append(cur)
+        cur, rows = ([inst], r) if r is not None else ([], None)
+    runs.append(cur)
+    out = {}
+    for run in runs:
+        for g in _groups(run, comp, bplan):
+            for m in g.members:
+                out[id(m)] = g
+    return out
+
+
+def _fits(inst, members: dict, bplan) -> bool:
+    """`inst` reads earlier members only directly (no alias) and only at its own row."""
+    written = {id(b) for m in members.values() for b in bplan.leaves[id(m)]}
+    for o in inst.operands:
+        if id(o) in members:
+            continue
+        if any(id(b) in written for b in bplan.leaves[id(o)]):
+            return False              # an alias (bitcast, tuple...) of a member's result
+    return _reads_rows_of(inst, members)
+
+
+def _overlap(a, b) -> bool:
+    return (a.kind == b.kind == "temp" and a.offset < b.offset + b.size
+            and b.offset < a.offset + a.size)
+
+
+def _groups(run, comp, bplan) -> list[Group]:
+    """Groups of one run of fitting members: cut where a member's buffer overlaps a buffer
+    that a member reads from outside the group (the arena reuses dead buffers)."""
+    out, start = [], 0
+    for k in range(1, len(run) + 1):
+        if k < len(run) and not _hazard(run[start:k + 1], bplan):
+            continue
+        g = run[start:k]
+        if len(g) >= 2 and sum(kernel_work(m) for m in g) >= MIN_BYTES:
+            out.append(_finish(g, comp))
+        start = k
+    return out
+
+
+def _hazard(members, bplan) -> bool:
+    ids = {id(m) for m in members}
+    written = [b for m in members for b in bplan.leaves[id(m)]]
+    read = [b for m in members for o in m.operands if id(o) not in ids for b in bplan.leaves[id(o)]]
+    return any(_overlap(w, r) for w in written for r in read)
+
+
+def _finish(members, comp) -> Group:
+    shape = members[0].shape
+    rows = shape.dims[_row_dim(shape)]
+    ids = {id(m) for m in members}
+    g = Group(list(members), rows)
+    scratch = 0
+    for m in members:
+        inside = m is not comp.root and m.users and all(id(u) in ids for u in m.users)
+        size = _row_bytes(m.shape, rows)
+        if inside and scratch + size <= SCRATCH_BYTES:
+            g.internal.add(id(m))
+            scratch += size
+    work = sum(kernel_work(m) for m in members)
+    g.nwg = 1 if work < parallel.MIN_WORK else max(1, min(rows, parallel.MAX_GROUPS, work // parallel.CHUNK))
+    return g
+
+
+# -- emission
+
+def emit(em, group: Group) -> None:
+    """In computation emitter `em`: the group's kernel, over the work-group runtime."""
+    from .profile import Site
+    ids = {id(m) for m in group.members}
+    ins, seen = [], set()
+    for m in group.members:
+        for o in m.operands:
+            if id(o) not in ids:
+                for buf in em.leaves(o):
+                    if id(buf) not in seen:
+                        seen.add(id(buf))
+                        ins.append(buf)
+    outs = [em.leaves(m)[0] for m in group.members if id(m) not in group.internal]
+    fn = _kernel(em.mcx, group, ins, outs, em.leaves)
+    args = em.ptr_array(ins + outs)
+    names = ",".join(m.name for m in group.members)
+    moved = sum(b.size for b in ins + outs)
+    site = Site(f"rows({names})", "row-group", em.comp.name, moved, 0)
+    prof = em.mcx.profiler
+    with prof.around(em, site) if prof is not None else nullcontext():
+        if group.nwg > 1:
+            em.b.call(parallel.parallel_function(em.mcx), [fn, args, i64(group.nwg)])
+        else:
+            em.b.call(fn, [args, i64(0), i64(1)])
+
+
+def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
+    first = group.members[0]
+    fn = ir.Function(mcx.module, KERNEL_TYPE, name=mcx.unique(f"{first.name}.rows"))
+    fn.args[0].name, fn.args[1].name, fn.args[2].name = "args", "wg", "nwg"
+    fn.attributes.add("noinline")
+    fn.attributes.add("nounwind")
+    kb = KernelBuilder(mcx, fn)
+    b = kb.b
+    args, wg, nwg = fn.args
+    ptr_of = {}
+    for k, buf in enumerate(ins + outs):
+        ptr_of[id(buf)] = ptr_arg(b, args, k, name=f"a{k}")
+    rows = group.rows
+    scratch = {}
+    for m in group.members:
+        if id(m) in group.internal:
+            n = max(_row_bytes(m.shape, rows), 1)
+            scratch[id(m)] = _alloca(kb, n, f"{m.name}.row")
+    lo = b.udiv(b.mul(i64(rows), wg), nwg, name="wg.lo")
+    hi = b.udiv(b.mul(i64(rows), b.add(wg, i64(1))), nwg, name="wg.hi")
+    envs = []                      # kept alive: generators are memoised by id(env)
+    with for_range(b, lo, hi, name="row") as r:
+        for m in group.members:
+            kb.cache.clear()
+            readers = []
+            for o in m.operands:
+                for s, buf in zip(o.shape.leaves(), leaves(o)):
+                    if id(o) in scratch:
+                        readers.append(_row_reader(kb, s, scratch[id(o)], r, rows))
+                    else:
+                        readers.append(reader(lambda: kb, s, (lambda p=ptr_of[id(buf)]: p)))
+            gen = _generator(kb, m, readers, envs)
+            if id(m) in scratch:
+                target = (scratch[id(m)], True)
+            else:
+                target = (ptr_of[id(leaves(m)[0])], False)
+            _row_loop(kb, m.shape, rows, r, gen, target)
+    b.ret_void()
+    return fn
+
+
+def _alloca(kb, n: int, name: str):
+    b = kb.b
+    with b.goto_entry_block():
+        first = kb.fn.entry_basic_block.instructions
+        if first:
+            b.position_before(first[0])
+        a = b.alloca(ir.ArrayType(I8, n), name=name)
+        a.align = 64
+        return opaque(b, a)
+
+
+def _generator(kb, inst, readers, envs):
+    if inst.opcode == "fusion":
+        comp = inst.attrs["calls"]
+        env = _fusion_env(kb, inst, comp, readers)
+        envs.append(env)
+        return kb.generator(comp.root, env)
+    fn = emitter_of(inst.opdef).fn
+    return lambda index: fn(kb, inst, readers, index)
+
+
+def _row_reader(kb, shape, slot, r, rows):
+    """Reads row r of a member's result from its row scratch (the reads are at row r)."""
+    st = storage_type(shape.dtype)
+    per_row = shape.size // rows
+
+    def read(index):
+        b = kb.b
+        off = b.sub(index.offset_in(shape), b.mul(r, i64(per_row)))
+        return load_elem(b, shape.dtype, b.gep(slot, [off], source_etype=st, inbounds=True))
+    return read
+
+
+def _row_loop(kb, shape, rows, r, gen, target):
+    """Row r of `shape`: gen at each position (physical order), stored into the buffer
+    (row r of it) or the row scratch."""
+    b = kb.b
+    order = list(reversed(minor_to_major(shape)))      # major to minor; order[0]: the rows
+    per_row = shape.size // rows
+    ptr, in_scratch = target
+    base = b.mul(r, i64(per_row), flags=("nsw", "nuw"))
+    stack, ivs, inner = [], {order[0]: r}, None
+    for d in order[1:]:
+        cm = for_range(b, 0, shape.dims[d], name=f"c{d}")
+        iv = cm.__enter__()
+        stack.append(cm)
+        ivs[d] = iv
+        inner = iv if inner is None else b.add(b.mul(inner, i64(shape.dims[d]), flags=("nsw", "nuw")), iv,
+                                               flags=("nsw", "nuw"))
+    inner = inner if inner is not None else i64(0)
+    lin = b.add(base, inner, flags=("nsw", "nuw"))
+    index = Index(b, shape, multi=[ivs[d] for d in range(shape.rank)], linear=lin)
+    v = gen(index)
+    p = b.gep(ptr, [inner if in_scratch else lin], source_etype=storage_type(shape.dtype), inbounds=True)
+    store_elem(b, shape.dtype, v, p)
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)

@@ -1,0 +1,207 @@
+"""Row groups (hloc.backend.row_groups): reduce-then-broadcast chains run row by row in one
+kernel. Softmax and layernorm form one group and equal the interpreter (bit for bit in
+ieee numerics, where the group computes what the separate kernels compute); the bits do
+not depend on the thread count or the work-group split; runs whose reads are not row by
+row (a reversed row, an alias of a member's result) or that would write a buffer a member
+reads are not grouped and still compute the interpreter's values."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hloc
+from hloc.backend import buffers, compile_module, emit_llvm, parallel, row_groups
+from hloc.cli_backend import prepare_for_cpu
+from hloc.compare import ErrorSpec, near
+from hloc.runner import run_module
+
+_REDUCERS = """add_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+max_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] maximum(a, b)
+}
+"""
+SOFTMAX = f"""HloModule softmax
+{_REDUCERS}
+ENTRY e {{
+  x = f32[96,2048] parameter(0)
+  ninf = f32[] constant(-inf)
+  mx = f32[96] reduce(x, ninf), dimensions={{1}}, to_apply=max_f
+  mxb = f32[96,2048] broadcast(mx), dimensions={{0}}
+  d = f32[96,2048] subtract(x, mxb)
+  e = f32[96,2048] exponential(d)
+  zero = f32[] constant(0)
+  s = f32[96] reduce(e, zero), dimensions={{1}}, to_apply=add_f
+  sb = f32[96,2048] broadcast(s), dimensions={{0}}
+  ROOT r = f32[96,2048] divide(e, sb)
+}}
+"""
+LAYERNORM = f"""HloModule layernorm
+{_REDUCERS}
+ENTRY e {{
+  x = f32[384,1024] parameter(0)
+  zero = f32[] constant(0)
+  n = f32[] constant(1024)
+  nb = f32[384] broadcast(n), dimensions={{}}
+  s = f32[384] reduce(x, zero), dimensions={{1}}, to_apply=add_f
+  mean = f32[384] divide(s, nb)
+  mb = f32[384,1024] broadcast(mean), dimensions={{0}}
+  d = f32[384,1024] subtract(x, mb)
+  d2 = f32[384,1024] multiply(d, d)
+  v = f32[384] reduce(d2, zero), dimensions={{1}}, to_apply=add_f
+  var = f32[384] divide(v, nb)
+  eps = f32[] constant(1e-05)
+  epsb = f32[384] broadcast(eps), dimensions={{}}
+  rs = f32[384] rsqrt(add(var, epsb))
+  rb = f32[384,1024] broadcast(rs), dimensions={{0}}
+  ROOT y = f32[384,1024] multiply(d, rb)
+}}
+"""
+
+
+def _prepared(text):
+    return prepare_for_cpu(hloc.parse(text), None)
+
+
+def _x(module, seed=0):
+    shape = module.entry.parameters[0].shape.dims
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32) * 4
+    x[3, 5] = np.inf if "softmax" in module.name else x[3, 5]    # a row of NaN
+    x[7, :] = -np.inf if "softmax" in module.name else 0.0        # a row of -inf / constant row
+    return x
+
+
+def _groups(module):
+    comp = module.entry
+    return list({id(g): g for g in row_groups.plan(comp, buffers.plan(comp, lambda c: 0)).values()}.values())
+
+
+def _kernels(module, numerics="xla-cpu") -> list[str]:
+    ir = emit_llvm(module, numerics=numerics, optimized=False)
+    return [line.split("@")[1].split("(")[0].strip('"') for line in ir.splitlines()
+            if line.startswith("define") and "(ptr %\"args\"" in line]
+
+
+@pytest.mark.parametrize("text", [SOFTMAX, LAYERNORM], ids=["softmax", "layernorm"])
+@pytest.mark.parametrize("numerics", ["ieee", "xla-cpu"])
+def test_one_group_matches_interpreter(text, numerics, tmp_path):
+    module = _prepared(text)
+    (group,) = _groups(module)
+    assert len(group.members) == len([i for i in module.entry.instructions
+                                      if i.opcode in ("fusion", "reduce")])
+    assert len(group.internal) >= 1
+    assert [k for k in _kernels(module, numerics) if not k.startswith("hloc.")] == \
+        [group.members[0].name + ".rows"]
+    x = _x(module)
+    ref = run_module(module, [x]).value
+    got = np.asarray(compile_module(module, numerics=numerics, cache_dir=tmp_path).run([x]))
+    if numerics == "ieee":
+        np.testing.assert_array_equal(got, ref)
+    else:
+        r = near(ref, got, ErrorSpec(abs=1e-6, rel=1e-5))
+        assert r.ok, r.message
+
+
+@pytest.mark.parametrize("text", [SOFTMAX, LAYERNORM], ids=["softmax", "layernorm"])
+@pytest.mark.parametrize("numerics", ["ieee", "xla-cpu"])
+def test_group_bits_equal_separate_kernels(text, numerics, monkeypatch, tmp_path):
+    """The group computes each element as the separate kernels do (xla-cpu: up to how LLVM
+    vectorises a reduction, which the same loop shape keeps)."""
+    module = _prepared(text)
+    x = _x(module)
+    grouped = np.asarray(compile_module(module, numerics=numerics, cache_dir=tmp_path / "a").run([x]))
+    monkeypatch.setattr(row_groups, "MIN_BYTES", 1 << 60)
+    assert _groups(module) == []
+    separate = np.asarray(compile_module(module, numerics=numerics, cache_dir=tmp_path / "b").run([x]))
+    np.testing.assert_array_equal(grouped, separate)
+
+
+@pytest.mark.parametrize("text", [SOFTMAX, LAYERNORM], ids=["softmax", "layernorm"])
+def test_bits_do_not_depend_on_threads_or_split(text, monkeypatch, tmp_path):
+    module = _prepared(text)
+    x = _x(module)
+    whole = compile_module(module, threads=1, cache_dir=tmp_path / "a").run([x]).tobytes()
+    monkeypatch.setattr(parallel, "MIN_WORK", 0)
+    monkeypatch.setattr(parallel, "CHUNK", 1)
+    (group,) = _groups(module)
+    assert group.nwg == min(group.rows, parallel.MAX_GROUPS) > 1
+    exe = compile_module(module, threads=1, cache_dir=tmp_path / "b")
+    for n in (1, 2, 3):
+        exe.set_threads(n)
+        assert exe.run([x]).tobytes() == whole, f"threads={n}"
+
+
+_NOT_ROWWISE = f"""HloModule m
+{_REDUCERS}
+flip {{
+  p0 = f32[64,4096] parameter(0)
+  rv = f32[64,4096] reverse(p0), dimensions={{0}}
+  ROOT a = f32[64,4096] add(p0, rv)
+}}
+ENTRY e {{
+  x = f32[64,4096] parameter(0)
+  ex = f32[64,4096] exponential(x)
+  ROOT f = f32[64,4096] fusion(ex), kind=kLoop, calls=flip
+}}
+"""
+_ALIAS = f"""HloModule m
+{_REDUCERS}
+ENTRY e {{
+  x = f32[64,4096] parameter(0)
+  ex = f32[64,4096] exponential(x)
+  al = f32[64,4096] reshape(ex)
+  ROOT ng = f32[64,4096] negate(al)
+}}
+"""
+_ROWWISE = _ALIAS.replace("  al = f32[64,4096] reshape(ex)\n", "").replace("negate(al)", "negate(ex)")
+
+
+@pytest.mark.parametrize("text,grouped", [(_NOT_ROWWISE, False), (_ALIAS, False), (_ROWWISE, True)],
+                         ids=["reversed-rows", "alias", "rowwise"])
+def test_reads_not_row_by_row_are_not_grouped(text, grouped, tmp_path):
+    module = hloc.parse(text)
+    assert bool(_groups(module)) == grouped
+    x = np.random.default_rng(2).standard_normal((64, 4096)).astype(np.float32)
+    ref = run_module(module, [x]).value
+    got = np.asarray(compile_module(module, numerics="ieee", cache_dir=tmp_path).run([x]))
+    np.testing.assert_array_equal(got, ref)
+
+
+_REUSE = f"""HloModule m
+{_REDUCERS}
+ENTRY e {{
+  x = f32[64,4096] parameter(0)
+  y = f32[32,8192] parameter(1)
+  t = f32[32,8192] exponential(y)
+  tr = f32[64,4096] reshape(t)
+  m1 = f32[64,4096] add(x, tr)
+  m2 = f32[64,4096] negate(m1)
+  m3 = f32[64,4096] exponential(m2)
+  tp = f32[4096,64] transpose(m2), dimensions={{1,0}}
+  ROOT out = (f32[64,4096], f32[4096,64]) tuple(m3, tp)
+}}
+"""
+
+
+def test_group_cut_where_a_member_would_overwrite_what_another_reads(tmp_path):
+    """m2's buffer reuses t's (dead after m1): in one group, m2's rows would be written
+    while m1 still reads later rows of t. The group starts after m1."""
+    module = hloc.parse(_REUSE)
+    comp = module.entry
+    plan = buffers.plan(comp, lambda c: 0)
+    by = {i.name: i for i in comp.instructions}
+    assert row_groups._overlap(plan.leaves[id(by["m2"])][0], plan.leaves[id(by["t"])][0])
+    (group,) = _groups(module)
+    assert [m.name for m in group.members] == ["m2", "m3"]
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal((64, 4096)).astype(np.float32),
+            rng.standard_normal((32, 8192)).astype(np.float32)]
+    ref = run_module(module, args).value
+    got = compile_module(module, numerics="ieee", cache_dir=tmp_path).run(args)
+    for r, g in zip(ref, got):
+        np.testing.assert_array_equal(np.asarray(g), r)
