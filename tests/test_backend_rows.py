@@ -205,3 +205,18 @@ def test_group_cut_where_a_member_would_overwrite_what_another_reads(tmp_path):
     got = compile_module(module, numerics="ieee", cache_dir=tmp_path).run(args)
     for r, g in zip(ref, got):
         np.testing.assert_array_equal(np.asarray(g), r)
+
+
+@pytest.mark.parametrize("numerics", ["ieee", "xla-cpu"])
+def test_unfused_chain_is_one_group(numerics, tmp_path):
+    """Without the fusion pipeline every op is its own kernel: broadcasts and elementwise
+    ops between the reductions join the group, their rows kept in scratch."""
+    module = hloc.parse(SOFTMAX)
+    (group,) = _groups(module)
+    assert [m.name for m in group.members] == ["mx", "mxb", "d", "e", "s", "sb", "r"]
+    assert {m.name for m in group.members if id(m) in group.internal} == {"mx", "mxb", "d", "e", "s", "sb"}
+    x = _x(module)
+    ref = run_module(module, [x]).value
+    got = np.asarray(compile_module(module, numerics=numerics, cache_dir=tmp_path).run([x]))
+    r = near(ref, got, ErrorSpec(abs=0, rel=0) if numerics == "ieee" else ErrorSpec(abs=1e-6, rel=1e-5))
+    assert r.ok, r.message

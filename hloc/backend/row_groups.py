@@ -15,9 +15,10 @@ Each element is computed by the same generators as the separate kernels, so the 
 are those of the separate kernels (in xla-cpu numerics LLVM may vectorise a reduction's
 loop differently: within the reassociation that numerics allows). Rows are split into
 work groups fixed from the group's size (hloc.backend.parallel), never from the thread
-count, so the bits do not depend on it. Groups need >= 2 members, each too large to be
-inlined, rows of at most ROW_BYTES, no member writing a buffer another member reads from
-before the group, and not an in-place dynamic-update-slice or kernel-emitter member.
+count, so the bits do not depend on it. Groups need >= 2 members moving >= MIN_BYTES
+together (smaller data stays in cache anyway), rows of at most ROW_BYTES, every member
+after the first reading an earlier one, no member writing a buffer another member reads
+from outside the group, and no in-place dynamic-update-slice or kernel-emitter member.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from llvmlite import ir
 
 from .context import KernelBuilder, ptr_arg
-from .kernels import INLINE_WORK, KERNEL_TYPE, _fusion_env
+from .kernels import KERNEL_TYPE, _fusion_env
 from .inplace import dus_base
 from .loops import Index, for_range, i64, minor_to_major
 from . import parallel
@@ -38,7 +39,7 @@ from .structural import reader
 from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
 
 ROW_BYTES = 256 << 10       # a member's row (result or operand) above this: no gain, no group
-SCRATCH_BYTES = 512 << 10   # per-row scratch on the stack, all internal members together
+SCRATCH_BYTES = 128 << 10   # per-row scratch on the stack, all internal members together
 MIN_BYTES = 1 << 20         # a smaller group's data stays in cache anyway: kernels as they are
 ANY = "any"                 # an operand read at positions the analysis does not follow
 
@@ -83,7 +84,7 @@ def _candidate(inst) -> int | None:
         e = emitter_of(i.opdef)
         if e is None or e.kind != ELEMENTAL or i.opcode in _NOT_INSIDE:
             return None
-    if dus_base(inst) is not None or kernel_work(inst) < INLINE_WORK:
+    if dus_base(inst) is not None:
         return None
     rows = shape.dims[_row_dim(shape)]
     if max([_row_bytes(shape, rows)] + [_row_bytes(o.shape, rows) for o in inst.operands
