@@ -184,11 +184,11 @@ def _overlap(a, b) -> bool:
 
 
 def _groups(run, comp, bplan) -> list[Group]:
-    """Groups of one run of fitting members: cut where a member's buffer overlaps a buffer
-    that a member reads from outside the group (the arena reuses dead buffers)."""
+    """Groups of one run of fitting members, cut before a member that would make _hazard
+    true (the arena reuses dead buffers)."""
     out, start = [], 0
     for k in range(1, len(run) + 1):
-        if k < len(run) and not _hazard(run[start:k + 1], bplan):
+        if k < len(run) and not _hazard(_finish(run[start:k + 1], comp), bplan):
             continue
         g = run[start:k]
         if len(g) >= 2 and sum(kernel_work(m) for m in g) >= MIN_BYTES:
@@ -197,11 +197,17 @@ def _groups(run, comp, bplan) -> list[Group]:
     return out
 
 
-def _hazard(members, bplan) -> bool:
-    ids = {id(m) for m in members}
-    written = [b for m in members for b in bplan.leaves[id(m)]]
-    read = [b for m in members for o in m.operands if id(o) not in ids for b in bplan.leaves[id(o)]]
-    return any(_overlap(w, r) for w in written for r in read)
+def _hazard(group, bplan) -> bool:
+    """A buffer the group writes (members not in row scratch) overlaps one a member reads
+    from outside the group, or another written member's (a member whose last use is
+    inside the group may hand its region on): rows written by one would clobber rows
+    another has yet to read or write."""
+    ids = {id(m) for m in group.members}
+    written = [b for m in group.members if id(m) not in group.internal for b in bplan.leaves[id(m)]]
+    read = [b for m in group.members for o in m.operands if id(o) not in ids
+            for b in bplan.leaves[id(o)]]
+    return any(_overlap(w, r) for w in written for r in read) or \
+        any(_overlap(w, v) for i, w in enumerate(written) for v in written[i + 1:])
 
 
 def _finish(members, comp) -> Group:
