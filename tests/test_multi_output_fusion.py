@@ -308,3 +308,34 @@ def test_env_reader():
     assert cpu_options_from_env("--xla_cpu_use_multi_output_fusion=0") == \
         {"xla_cpu_use_multi_output_fusion": False}
     assert issubclass(FlagError, Exception)
+
+
+# -- fusion without duplication ------------------------------------------------------
+
+DUPLICATION = """HloModule dup
+
+ENTRY %main (p: f32[8]) -> (f32[8], f32[8]) {
+  %p = f32[8]{0} parameter(0)
+  %c = f32[] constant(2)
+  %b = f32[8]{0} broadcast(%c), dimensions={}
+  %n = f32[8]{0} negate(%p)
+  %x = f32[8]{0} multiply(%n, %b)
+  %y = f32[8]{0} add(%n, %b)
+  ROOT %t = (f32[8]{0}, f32[8]{0}) tuple(%x, %y)
+}
+"""
+
+
+@pytest.mark.parametrize("may_duplicate", [True, False])
+def test_fusion_may_duplicate(may_duplicate):
+    """InstructionFusion's may_duplicate: a cheap producer with two users is copied
+    into both only when allowed; a broadcast is copied either way (IsAlwaysDuplicable)."""
+    from hloc.passes.fusion import InstructionFusion
+    module = hloc.parse(DUPLICATION)
+    assert InstructionFusion(may_duplicate).run(module, PassContext(check_no_change=True))
+    entry = {i.opcode for i in module.entry.instructions}
+    fused = [i.opcode for c in module.computations if c.is_fusion_computation
+             for i in c.instructions]
+    assert fused.count("broadcast") == 2
+    assert fused.count("negate") == (2 if may_duplicate else 0)
+    assert ("negate" in entry) == (not may_duplicate)

@@ -6,6 +6,9 @@ top-level pipelines "HLO passes through layout assignment" (expanders, the
 "simplification" fixed point, cse, tuple-simplifier, flatten-call-graph) and "HLO
 passes after layout assignment" (fusion, the "simplification after layout assignment"
 fixed point, dce) run one after the other, as XLA runs them, not nested in a third.
+`default_pipeline(multi_output_fusion=True)` is XLA:CPU with its backend option
+xla_cpu_use_multi_output_fusion: fusion without duplication, fusion-wrapper,
+cpu_multi_output_fusion and tuple-simplifier in place of fusion.
 A pipeline naming a pass that is not registered is an error when it is built (XLA's
 simplify-sorts and while-loop-invariant-code-motion are not implemented, so they are
 not named). The call inliner inlines
