@@ -68,7 +68,7 @@ RENAMED = ("bf16_arith clamp_select_n cnn_train_step complex64_math dynamic_slic
            "scalar_only_inputs scatter_oob_modes searchsorted_interp shape_ops "
            "trig_exp_family where_select while_loop_collatz").split()
 KNOWN = {f"dump_{n}": "renamed" for n in RENAMED}
-KNOWN.update({"while_body_siblings": "renamed"})
+KNOWN.update({"while_body_siblings": "renamed", "dus_sibling": "renamed"})
 KNOWN.update({f"dump_{n}": "grouped" for n in (
     "bert_train_step", "complex128_math", "random_rbg", "special_floats_compare",
     "tf_elementwise_math")})
@@ -156,6 +156,9 @@ PIPELINE_KNOWN = {
     "too_many_operands": "hloc's pipeline leaves the four slice/concatenate pairs of the "
                          "jnp.roll calls as fusions of their own (with or without the "
                          "flag), so they become outputs of the sibling fusion",
+    "transpose_sibling": "XLA's layout assignment copies the two {0,1} results to the "
+                         "entry layout {1,0} (two wrapped copies); hloc runs no layout "
+                         "assignment. The multi-output fusion itself is XLA's",
 }
 
 

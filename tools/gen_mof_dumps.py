@@ -93,10 +93,19 @@ def programs():
                 - jnp.max(c, axis=1, keepdims=True) * 1e-3
         return jax.lax.fori_loop(0, 3, body, x)
 
+    def dus_sibling(x):
+        import jax
+        u = x[:2] * 2
+        return jax.lax.dynamic_update_slice(x, u, (3, 0)), x * 3
+
+    def transpose_sibling(x):
+        return x.T + 0, jnp.exp(x).T
+
     return {f.__name__: f for f in (
         layernorm, layernorm_moments, sum_and_max, max_and_sum, four_siblings,
         fused_siblings, producer_consumer, elementwise_siblings, different_shapes,
-        chained, shared_constant_only, too_many_operands, while_body_siblings)}
+        chained, shared_constant_only, too_many_operands, while_body_siblings,
+        dus_sibling, transpose_sibling)}
 
 
 def worker(case: str, dump: str) -> None:
