@@ -119,6 +119,12 @@ def _multi_output(module) -> list[int]:
                   for i in c.instructions if i.opcode == "fusion" and i.shape.is_tuple)
 
 
+def test_policy_list_names_registered_opcodes():
+    from hloc.ops import REGISTRY
+    from hloc.passes.fusion.multi_output import _NOT_ELEMENTAL
+    assert _NOT_ELEMENTAL <= set(REGISTRY)
+
+
 def test_corpus():
     assert len(CASES) >= 90 and len(PROGRAMS) >= 13, (len(CASES), len(PROGRAMS))
     assert set(KNOWN) <= set(CASES)

@@ -42,8 +42,9 @@ from .decisions import _in_place_pairs
 
 MAX_OPERANDS = 20          # kMaxOperands: more makes compile time excessive
 
-# emitters::IsSupportedElementalOp: everything but these (xla/codegen/emitters); CPU
-# also excludes dot.
+# emitters::IsSupportedElementalOp is everything but XLA's own list of opcodes
+# (xla/codegen/emitters/elemental_hlo_to_mlir.cc), kept here as that list (a policy of
+# this pass, like XLA's); CpuMultiOutputFusion also excludes dot.
 _NOT_ELEMENTAL = frozenset({
     "add-dependency", "after-all", "all-gather", "all-gather-done", "all-gather-start",
     "all-reduce", "all-reduce-done", "all-reduce-start", "all-to-all", "async-done",
@@ -129,7 +130,7 @@ def fuse_into_multi_output(fusion: Instruction, inst: Instruction,
     get-tuple-element of the fusion."""
     was_operand = inst in fusion.operands
     clone = fuse_producer(fusion, inst)
-    if was_operand and not inst.users and inst is not inst.parent.root:
+    if was_operand and not inst.users:
         return clone
     comp = fused_computation(fusion)
     root = comp.root
