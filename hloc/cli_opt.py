@@ -78,8 +78,8 @@ class OptCommand(click.Command):
               help="Run the HLO verifier on the input and after every pass that changed it.")
 @click.option("--check-no-change", is_flag=True,
               help="Fail when a pass reporting no change altered the printed module.")
-@click.option("--xla-cpu-use-multi-output-fusion", "multi_output_fusion", is_flag=True,
-              default=None,
+@click.option("--xla-cpu-use-multi-output-fusion/--no-xla-cpu-use-multi-output-fusion",
+              "multi_output_fusion", default=None,
               help="XLA:CPU's multi-output fusion (off by default, as in XLA): fusion without "
                    "duplication, fusion-wrapper, then sibling fusions into tuple-rooted "
                    "fusions (cpu_multi_output_fusion). Also from XLA_FLAGS "

@@ -164,6 +164,8 @@ def translate(command: str, args: list[str], known: set[str], backends=()) -> li
                     hyphen in known and _is_flag(hyphen, known):
                 if value.lower() in _TRUE:
                     out.append(hyphen)
+                elif "--no-" + hyphen[2:] in known:     # off, over XLA_FLAGS' on
+                    out.append("--no-" + hyphen[2:])
                 i += 1
                 continue
             out.append(hyphen if value is None else f"{hyphen}={value}")
@@ -198,7 +200,9 @@ def _backend_extra(value: str) -> list[str]:
                     f"{', '.join(sorted(_BACKEND_EXTRA))})")
         if val.lower() in _TRUE:
             out.append(_BACKEND_EXTRA[key])
-        elif val.lower() not in _FALSE:
+        elif val.lower() in _FALSE:
+            out.append("--no-" + _BACKEND_EXTRA[key][2:])
+        else:
             _refuse("xla_backend_extra_options", f"{key}={val}: expected true or false")
     return out
 

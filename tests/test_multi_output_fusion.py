@@ -282,6 +282,10 @@ BEFORE = MOF / "sum_and_max.before.hlo"
     ([], "--xla_backend_extra_options=xla_cpu_use_multi_output_fusion", True),
     ([], "--xla_cpu_use_multi_output_fusion=true", True),
     ([], "--xla_cpu_use_multi_output_fusion=false", False),
+    (["--xla_cpu_use_multi_output_fusion=false"],
+     "--xla_backend_extra_options=xla_cpu_use_multi_output_fusion", False),
+    (["--xla_backend_extra_options=xla_cpu_use_multi_output_fusion=false"],
+     "--xla_cpu_use_multi_output_fusion", False),
 ])
 def test_flag_spellings(args, env, on, monkeypatch):
     if env is None:
