@@ -237,6 +237,19 @@ def test_values_and_fixed_point(prog):
     assert _opt(text, force=True) == text, "opt --force of opt differs"
 
 
+FIXED_POINT = sorted(p.name for p in DUMPS.glob("*.after_optimizations.hlo")) + \
+    [p.name for p in sorted(DUMPS.glob("*.before_optimizations.hlo"))
+     if not (DUMPS / p.name.replace(".before_optimizations.hlo", ".npz")).exists()]
+
+
+@pytest.mark.parametrize("name", FIXED_POINT)
+def test_fixed_point_on_other_dumps(name):
+    """XLA's optimized dumps (forced once; that may change them) and the dumps without
+    inputs: `hloc opt --force` with the flag of hloc's output is the same text."""
+    first = _opt((DUMPS / name).read_text(), force="after_optimizations" in name)
+    assert _opt(first, force=True) == first
+
+
 def test_multi_output_fusions_are_made():
     """The flag matters on the corpus: many dumps get multi-output fusions."""
     made = [p for p in _with_inputs() if "get-tuple-element(%" in _optimized(p)
