@@ -78,9 +78,15 @@ class OptCommand(click.Command):
               help="Run the HLO verifier on the input and after every pass that changed it.")
 @click.option("--check-no-change", is_flag=True,
               help="Fail when a pass reporting no change altered the printed module.")
+@click.option("--xla-cpu-use-multi-output-fusion/--no-xla-cpu-use-multi-output-fusion",
+              "multi_output_fusion", default=None,
+              help="XLA:CPU's multi-output fusion (off by default, as in XLA): fusion without "
+                   "duplication, fusion-wrapper, then sibling fusions into tuple-rooted "
+                   "fusions (cpu_multi_output_fusion). Also from XLA_FLAGS "
+                   "(--xla_backend_extra_options=xla_cpu_use_multi_output_fusion).")
 def opt(module, output, pipeline, passes, list_passes, disable_passes, enable_passes_only,
         pick, dump_to, dump_pass_re, module_id, verbose, force, verify_each,
-        check_no_change):
+        check_no_change, multi_output_fusion):
     """Optimise the HLO module(s) in MODULE and print the result.
 
     MODULE may be a dump directory (the HLO files there are listed; --pick TEXT takes
@@ -93,7 +99,7 @@ def opt(module, output, pipeline, passes, list_passes, disable_passes, enable_pa
     import os
 
     from .cli_common import cli_progress, load_modules, write_text
-    from .xla_flags import pass_flags_from_env
+    from .xla_flags import cpu_options_from_env, pass_flags_from_env
     from .passes import list_passes as known_passes
     from .passes.driver import optimize
     from .passes.dump import Dumper
@@ -121,6 +127,11 @@ def opt(module, output, pipeline, passes, list_passes, disable_passes, enable_pa
         raise click.UsageError("only one of --disable-passes and --enable-passes-only "
                                "(--xla_disable_hlo_passes / --xla_enable_hlo_passes_only) "
                                "can be given, as in XLA")
+    cpu_env = cpu_options_from_env(os.environ.get("XLA_FLAGS"))
+    if multi_output_fusion is None and "xla_cpu_use_multi_output_fusion" in cpu_env:
+        multi_output_fusion = cpu_env["xla_cpu_use_multi_output_fusion"]
+        click.echo("hloc opt: from XLA_FLAGS: xla_cpu_use_multi_output_fusion="
+                   f"{str(multi_output_fusion).lower()}", err=True)
     disabled = _names(disable_passes)
     if dump_pass_re is not None:
         try:
@@ -134,7 +145,9 @@ def opt(module, output, pipeline, passes, list_passes, disable_passes, enable_pa
     def make_pipeline():
         if passes is not None:
             return transforms_pipeline(names)
-        return default_pipeline() if pipeline == "default" else None
+        if pipeline != "default":
+            return None
+        return default_pipeline(multi_output_fusion=bool(multi_output_fusion))
 
     sample = make_pipeline()
     every = sorted(set(known) | set(pipeline_names(sample) if sample else []))

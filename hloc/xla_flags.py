@@ -11,6 +11,11 @@ in hloc.runner.BACKENDS is refused with PENDING's reason, so enabling `cpu` is a
 the back end (and, if its name differs, editing PLATFORMS). `pass_flags_from_env(text)`
 reads `--xla_disable_hlo_passes` / `--xla_enable_hlo_passes_only` from an XLA_FLAGS
 value (the CLI passes the environment's; this module reads no environment).
+`cpu_options_from_env(text)` reads XLA:CPU's `xla_cpu_use_multi_output_fusion`, a
+backend extra option (`--xla_backend_extra_options=xla_cpu_use_multi_output_fusion`,
+XLA's spelling; hloc also takes `--xla_cpu_use_multi_output_fusion[=true]`), and
+`translate` maps the same spellings on `hloc opt`'s command line to
+`--xla-cpu-use-multi-output-fusion`.
 """
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ import click
 
 from .diagnostics import InputError
 
-__all__ = ["translate", "pass_flags_from_env", "PLATFORMS", "PENDING", "FlagError"]
+__all__ = ["translate", "pass_flags_from_env", "cpu_options_from_env", "PLATFORMS",
+           "PENDING", "FlagError"]
 
 # --platform / --reference_platform value -> hloc back-end name (hloc.runner.BACKENDS).
 PLATFORMS = {"interpreter": "interpreter", "cpu": "cpu", "host": "cpu"}
@@ -61,6 +67,8 @@ _OPT_MAP = {"xla_dump_to": "--dump-to", "xla_disable_hlo_passes": "--disable-pas
             "input_module": None}     # None: the module argument
 # Flags that ask for what hloc opt does anyway (its dumps are HLO text).
 _OPT_NOOP = {"xla_dump_hlo_as_text"}
+# XLA:CPU backend extra options (cpu_options.cc) hloc opt does -> its option.
+_BACKEND_EXTRA = {"xla_cpu_use_multi_output_fusion": "--xla-cpu-use-multi-output-fusion"}
 
 
 def _split(arg: str) -> tuple[str, str | None]:
@@ -136,6 +144,10 @@ def translate(command: str, args: list[str], known: set[str], backends=()) -> li
                 i += 1
                 continue
             _refuse(name, "without --inputs hloc always makes fake arguments")
+        if command == "opt" and name == "xla_backend_extra_options":
+            value, i = _value(args, i, name, value)
+            out.extend(_backend_extra(value))
+            continue
         if command == "opt" and name in _OPT_NOOP and (value or "").lower() in _TRUE:
             i += 1
             continue
@@ -152,6 +164,8 @@ def translate(command: str, args: list[str], known: set[str], backends=()) -> li
                     hyphen in known and _is_flag(hyphen, known):
                 if value.lower() in _TRUE:
                     out.append(hyphen)
+                elif "--no-" + hyphen[2:] in known:     # off, over XLA_FLAGS' on
+                    out.append("--no-" + hyphen[2:])
                 i += 1
                 continue
             out.append(hyphen if value is None else f"{hyphen}={value}")
@@ -164,6 +178,53 @@ def translate(command: str, args: list[str], known: set[str], backends=()) -> li
         i += 1
     if module:
         out.extend(["--", *module] if not any(a == "--" for a in out) else module)
+    return out
+
+
+def _extra_options(value: str) -> dict[str, str]:
+    """xla_backend_extra_options' `key[=value],...` (a key alone means on)."""
+    out = {}
+    for item in value.split(","):
+        key, _, val = item.strip().partition("=")
+        if key:
+            out[key] = val
+    return out
+
+
+def _backend_extra(value: str) -> list[str]:
+    out = []
+    for key, val in _extra_options(value).items():
+        if key not in _BACKEND_EXTRA:
+            _refuse("xla_backend_extra_options",
+                    f"{key}: hloc opt does not do this XLA:CPU backend option (it does: "
+                    f"{', '.join(sorted(_BACKEND_EXTRA))})")
+        if val.lower() in _TRUE:
+            out.append(_BACKEND_EXTRA[key])
+        elif val.lower() in _FALSE:
+            out.append("--no-" + _BACKEND_EXTRA[key][2:])
+        else:
+            _refuse("xla_backend_extra_options", f"{key}={val}: expected true or false")
+    return out
+
+
+def cpu_options_from_env(text: str | None) -> dict[str, bool]:
+    """XLA:CPU options in an XLA_FLAGS value that hloc opt does:
+    {"xla_cpu_use_multi_output_fusion": bool} when XLA_FLAGS sets it."""
+    out: dict[str, bool] = {}
+    try:
+        words = shlex.split(text or "")
+    except ValueError:
+        words = (text or "").split()
+    for w in words:
+        if not w.startswith("--"):
+            continue
+        name, value = _split(w)
+        if name == "xla_backend_extra_options" and value is not None:
+            for key, val in _extra_options(value).items():
+                if key in _BACKEND_EXTRA:
+                    out[key] = val.lower() in _TRUE
+        elif name in _BACKEND_EXTRA:
+            out[name] = (value or "").lower() in _TRUE
     return out
 
 

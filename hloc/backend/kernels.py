@@ -138,8 +138,16 @@ def emit_kernel(mcx, inst) -> ir.Function:
         b.ret_void()
         return fn
     if root.opcode == "tuple" and inst.opcode == "fusion":
-        for k, el in enumerate(root.operands):
-            _loop(kb, gen_of(el), [(outs[k], out_shapes[k], None)], wg, nwg)
+        if len({str(s) for s in out_shapes}) == 1:
+            # A multi-output (sibling) fusion: one loop stores every output at each
+            # index, so operands they share are read once and common values computed
+            # once (the per-kernel cache is keyed by the index).
+            gens = [gen_of(el) for el in root.operands]
+            _loop(kb, lambda index: [g(index) for g in gens],
+                  [(outs[k], out_shapes[k], k) for k in range(len(gens))], wg, nwg)
+        else:
+            for k, el in enumerate(root.operands):
+                _loop(kb, gen_of(el), [(outs[k], out_shapes[k], None)], wg, nwg)
     elif inst.shape.is_tuple:
         _loop(kb, gen_of(root), [(p, s, k) for k, (p, s) in enumerate(zip(outs, out_shapes))], wg, nwg)
     else:

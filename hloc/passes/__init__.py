@@ -34,10 +34,10 @@ def _load() -> None:
     from . import pipelines  # noqa: F401
 
 
-def default_pipeline() -> Pass:
+def default_pipeline(multi_output_fusion: bool = False) -> Pass:
     _load()
     from .pipelines import default_pipeline as make
-    return make()
+    return make(multi_output_fusion)
 
 
 __all__ = ["FixedPoint", "Pass", "PassContext", "PassError", "Pipeline", "PASSES",

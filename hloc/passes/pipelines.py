@@ -6,6 +6,9 @@ top-level pipelines "HLO passes through layout assignment" (expanders, the
 "simplification" fixed point, cse, tuple-simplifier, flatten-call-graph) and "HLO
 passes after layout assignment" (fusion, the "simplification after layout assignment"
 fixed point, dce) run one after the other, as XLA runs them, not nested in a third.
+`default_pipeline(multi_output_fusion=True)` is XLA:CPU with its backend option
+xla_cpu_use_multi_output_fusion: fusion without duplication, fusion-wrapper,
+cpu_multi_output_fusion and tuple-simplifier in place of fusion.
 A pipeline naming a pass that is not registered is an error when it is built (XLA's
 simplify-sorts and while-loop-invariant-code-motion are not implemented, so they are
 not named). The call inliner inlines
@@ -86,16 +89,25 @@ def simplification_after_layout_assignment() -> Pass:
     ]))
 
 
-def after_layout_assignment() -> Pipeline:
+def after_layout_assignment(multi_output_fusion: bool = False) -> Pipeline:
+    """With `multi_output_fusion` (XLA's xla_cpu_use_multi_output_fusion), as
+    cpu_compiler.cc then: fusion may not duplicate, fusion-wrapper, sibling
+    multi-output fusion and a tuple simplifier follow."""
+    fusion = _passes("fusion")
+    if multi_output_fusion:
+        from .fusion import InstructionFusion
+        fusion = [InstructionFusion(may_duplicate=False),
+                  *_passes("fusion-wrapper", "cpu_multi_output_fusion", "tuple-simplifier")]
     return Pipeline("HLO passes after layout assignment", [
-        *_passes("fusion"),
+        *fusion,
         simplification_after_layout_assignment(),
         *_passes("dce"),
     ])
 
 
-def default_pipeline() -> Pass:
-    return Stages("cpu", [through_layout_assignment(), after_layout_assignment()])
+def default_pipeline(multi_output_fusion: bool = False) -> Pass:
+    return Stages("cpu", [through_layout_assignment(),
+                          after_layout_assignment(multi_output_fusion)])
 
 
 def transforms_pipeline(names: list[str]) -> Pipeline:

@@ -78,16 +78,19 @@ def replace_with_fusion(consumer: Instruction, fusion: Instruction) -> None:
 
 def fuse_producer(fusion: Instruction, producer: Instruction) -> Instruction:
     """Clone `producer` into `fusion`'s computation in place of its parameter
-    (HloCallableInstruction::CloneAndAppendInstructionIntoCalledComputation)."""
+    (HloCallableInstruction::CloneAndAppendInstructionIntoCalledComputation). A
+    producer that is not an operand (a new output of a multi-output fusion,
+    multi_output.py) is cloned in without replacing a parameter."""
     comp = fusion.attrs["calls"]
     clone = _clone(producer, comp)
-    k = fusion.operands.index(producer)
-    comp.parameters[k].replace_all_uses_with(clone)
-    comp.remove_parameter(k)
-    fusion.remove_operand(k)
-    names = uniquer(comp.parent)
-    for param in comp.parameters[k:]:   # XLA re-creates the shifted parameters
-        param.name = names.unique(f"param_{param.parameter_number}")
+    if producer in fusion.operands:
+        k = fusion.operands.index(producer)
+        comp.parameters[k].replace_all_uses_with(clone)
+        comp.remove_parameter(k)
+        fusion.remove_operand(k)
+        names = uniquer(comp.parent)
+        for param in comp.parameters[k:]:   # XLA re-creates the shifted parameters
+            param.name = names.unique(f"param_{param.parameter_number}")
     for operand in producer.operands:
         clone.append_operand(_operand_parameter(fusion, operand))
     return clone

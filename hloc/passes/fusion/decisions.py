@@ -125,8 +125,11 @@ class CpuFusionRules:
     """CpuInstructionFusion::ShouldFuse (with InstructionFusion::ShouldFuse inside),
     plus the global do-not-duplicate analysis, for one computation at a time."""
 
-    def __init__(self, skip: set):
+    def __init__(self, skip: set, may_duplicate: bool = True):
         self.skip = skip                # ids of instructions never fused into
+        # InstructionFusion's may_duplicate_: false when multi-output fusion follows
+        # (cpu_compiler.cc), so that a producer with other users is never copied.
+        self.may_duplicate = may_duplicate
         self._evaluations: dict[int, IndexingEvaluation] = {}
         self._reused: dict[int, set] = {}
         self._never: set[tuple[int, int]] = set()   # (consumer, producer) ids
@@ -241,14 +244,16 @@ class CpuFusionRules:
         return "Not fusing: not found a fusible case"
 
     def _generic_should_fuse(self, producer, consumer) -> str | None:
-        """InstructionFusion::ShouldFuse (may_duplicate = true)."""
+        """InstructionFusion::ShouldFuse."""
         comp = producer.parent
         if comp is not None and producer is comp.root:
             return "not fusing into the output of the root instruction"
         users = unique_users(producer)
         duplicates = not (len(users) == 1 and users[0] is consumer)
-        if duplicates and cpu_is_expensive(producer) and not is_always_duplicable(producer):
-            return "expensive producer would be duplicated"
+        if duplicates and (not self.may_duplicate or cpu_is_expensive(producer)) and \
+                not is_always_duplicable(producer):
+            return "expensive producer would be duplicated" if self.may_duplicate else \
+                "fusion pass cannot duplicate"
         return in_place_conflict(producer, consumer)
 
     def globally_unfusible(self, post_order: list, reach: Reachability) -> set:

@@ -11,8 +11,11 @@ excluded up front (ComputeGloballyUnfusible). The rules themselves live in
 decisions.py. Fusions print as XLA's do: `<producer>_<consumer>_fusion`,
 `kind=kLoop` (or `kOutput` for a matrix-vector dot fused into an add), calls
 `%fused_computation.N` with parameters `param_<i>` renamed as XLA renumbers them,
-computations and instructions of unscheduled modules in XLA's post order. XLA:CPU has
-no multi-output (sibling) fusion in its pipeline, so none is done here. Fusions already in
+computations and instructions of unscheduled modules in XLA's post order. With
+`may_duplicate=False` (XLA:CPU's setting when xla_cpu_use_multi_output_fusion is on, before
+the sibling fusion of multi_output.py) no producer with other users is copied (except
+broadcasts and widening converts) and the global do-not-duplicate analysis is skipped, as
+in InstructionFusion::Run. Fusions already in
 the module when the pass starts (kCustom ones; all of them in an optimized module run with
 `--force`) are not fused into, so that `hloc opt` of its own output is a fixed point. The mechanics
 of building fusions (build.py) are shared with the `fusion-wrapper` pass.
@@ -38,6 +41,9 @@ from .decisions import CpuFusionRules, can_be_output_fused
 class InstructionFusion(Pass):
     name = "fusion"
 
+    def __init__(self, may_duplicate: bool = True):
+        self.may_duplicate = may_duplicate
+
     def run(self, module: Module, ctx: PassContext) -> bool:
         order = StorageOrder()
         changed = False
@@ -51,9 +57,10 @@ class InstructionFusion(Pass):
         # Fusions there before the pass (custom ones, or an optimized module's under
         # --force) are final: fusing into them again would make opt of opt differ.
         skip = {id(i) for i in comp.instructions if i.opcode == "fusion"}
-        rules = CpuFusionRules(skip)
+        rules = CpuFusionRules(skip, self.may_duplicate)
         post = post_order(comp)
-        do_not_duplicate = rules.globally_unfusible(post, Reachability(post))
+        do_not_duplicate = rules.globally_unfusible(post, Reachability(post)) \
+            if self.may_duplicate else set()
         queue: list = list(post)
         index = {id(inst): n for n, inst in enumerate(queue)}
         tries: dict[int, list] = {}    # a fusion's operands still worth trying (sorted)
