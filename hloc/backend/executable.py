@@ -27,6 +27,7 @@ import numpy as np
 from ..diagnostics import InputError, UnsupportedError
 from ..ir.shape import parse_shape
 from ..printer import module_to_text as to_text
+from . import blas, runtime
 from .buffers import ALIGN
 from .cache import ObjectCache, pack, unpack
 from .collective_calls import device_table
@@ -154,6 +155,8 @@ class Executable:
         self._out_specs = [_Spec.of(s) for s in self._out_leaves]
         self._in_specs = [_Spec.of(s) for p in self.param_shapes for s in p.leaves()]
         self._flat_params = not any(p.is_tuple for p in self.param_shapes)
+        # OpenBLAS follows `threads` during calls of code that calls it (hloc.backend.blas)
+        self._blas = blas.threads() if self.code.calls & (runtime.BLAS | runtime.LAPACK) else None
         self._pool: list[list] = [[] for _ in self._out_leaves]
         self._pool_addr: list[list] = [[] for _ in self._out_leaves]
         self.counters = Counters(self.code.engine, [Site(*s) for s in meta["sites"]]) \
@@ -226,17 +229,22 @@ class Executable:
             keep.append(a)
             if spec.size:
                 p_arr[k] = _address(a)
-        if self._busy.acquire(blocking=False):
-            try:
-                outs, o_arr = self._outputs(out, pooled=True, args=keep)
-                self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), self._arena)
-            finally:
-                self._busy.release()
-        else:
-            outs, o_arr = self._outputs(out, pooled=False, args=keep)
-            raw, arena = self._new_arena()
-            self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), arena)
-            del raw
+        old = self._blas.enter(self.threads) if self._blas is not None else None
+        try:
+            if self._busy.acquire(blocking=False):
+                try:
+                    outs, o_arr = self._outputs(out, pooled=True, args=keep)
+                    self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), self._arena)
+                finally:
+                    self._busy.release()
+            else:
+                outs, o_arr = self._outputs(out, pooled=False, args=keep)
+                raw, arena = self._new_arena()
+                self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), arena)
+                del raw
+        finally:
+            if old is not None:
+                self._blas.exit(old)
         del keep
         results = []
         for o, spec in zip(outs, self._out_specs):

@@ -114,11 +114,12 @@ def optimize(ir_text: str, options: Options):
 class NativeCode:
     """Loaded object code; holds the engine as long as the entry address is used."""
 
-    def __init__(self, engine, address: int, objects: list[bytes]):
+    def __init__(self, engine, address: int, objects: list[bytes], calls=frozenset()):
         self.engine = engine
         self.libraries = runtime.handles()      # what the code's resolved symbols point into
         self.address = address
         self.objects = objects
+        self.calls = frozenset(calls)           # the runtime-table symbols the code calls
 
     @property
     def obj(self) -> bytes:
@@ -176,7 +177,7 @@ def compile_objects(lowered: Lowered, options: Options, threads: int | None = No
 
 
 def load(objs: list[bytes], options: Options) -> NativeCode:
-    runtime.check_objects(objs)
+    calls = runtime.check_objects(objs)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(options.opt_level))
     for obj in objs:
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
@@ -184,4 +185,4 @@ def load(objs: list[bytes], options: Options) -> NativeCode:
     addr = engine.get_function_address(ENTRY)
     if not addr:
         raise RuntimeError("compiled module has no entry function")
-    return NativeCode(engine, addr, list(objs))
+    return NativeCode(engine, addr, list(objs), calls)

@@ -17,6 +17,8 @@ The split keeps the code what it would be in one module:
   any other global (thread count, RNG counters, profile table) lives in the first part
   that references it and becomes external there when another part references it too.
 
+A module small enough for one part gets the same treatment (its inlinable kernels
+internal: LLVM then drops them once inlined instead of also compiling each on its own).
 References are read from each global value's printed text (`@"name"`), which llvmlite
 always quotes. Parts are deterministic in the module, so their objects are too.
 """
@@ -76,7 +78,7 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
     whole = "\n".join(header + [texts[v.name] for v in values])
     defined = [v for v in values if isinstance(v, ir.Function) and not v.is_declaration]
     parts = min(max_parts, -(-sum(len(texts[f.name]) for f in defined) // max(part_bytes, 1)))
-    if parts <= 1 or len(defined) < 2 or module.metadata or module.namedmetadata:
+    if len(defined) < 2 or module.metadata or module.namedmetadata:
         return Split(whole, [whole])
     by_name = {v.name: v for v in values}
     refs = {v.name: [r for r in dict.fromkeys(_REF.findall(texts[v.name]))
@@ -99,7 +101,9 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
                     stack.append(r)
         closure[f.name] = seen
     size = {n: len(t) for n, t in texts.items()}
-    members: list[set] = [set() for _ in range(min(parts, len(owned)))]
+    if not owned:
+        return Split(whole, [whole])
+    members: list[set] = [set() for _ in range(max(1, min(parts, len(owned))))]
     weight = [0] * len(members)
     home: dict[str, int] = {}
     for f in sorted(owned, key=lambda f: (-sum(size[n] for n in closure[f.name]), f.name)):
@@ -108,8 +112,6 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
         members[k] |= new
         weight[k] += sum(size[n] for n in new)
         home[f.name] = k
-    if len(members) < 2:
-        return Split(whole, [whole])
     # Where each global value lives, and which parts reference it.
     used: list[set] = []
     for m in members:

@@ -148,12 +148,14 @@ def check_object(obj: bytes) -> None:
     check_objects([obj])
 
 
-def check_objects(objs: list[bytes]) -> None:
+def check_objects(objs: list[bytes]) -> set[str]:
     """Refuse objects (the parts of one module, loaded together) that reference a symbol
-    neither one of them defines nor the resolved allowlist holds."""
+    neither one of them defines nor the resolved allowlist holds; the table's symbols
+    they call."""
     table = resolve_all()
     defined = {s for o in objs for s in defined_symbols(o)} if len(objs) > 1 else set()
-    bad = sorted({s for o in objs for s in undefined_symbols(o)} - defined - set(table))
+    wanted = {s for o in objs for s in undefined_symbols(o)} - defined
+    bad = sorted(wanted - set(table))
     if any(s in BLAS or s in LAPACK for s in bad):
         raise UnsupportedError("unsupported: this module's large dots or LAPACK custom-calls call "
                                f"{', '.join(sorted(s for s in bad if s in BLAS or s in LAPACK))}, "
@@ -163,3 +165,4 @@ def check_objects(objs: list[bytes]) -> None:
     if bad:
         raise UnsupportedError("unsupported: compiled code needs native symbols outside the "
                                f"runtime table: {', '.join(sorted(bad))}")
+    return wanted
