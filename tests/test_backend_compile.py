@@ -142,3 +142,12 @@ def test_small_modules_stay_whole():
     text, _ = _case("reduce_sum_xyz")
     exe = compile_module(hloc.parse(text))
     assert len(exe.code.objects) == 1 and exe.code.obj == exe.code.objects[0]
+
+
+def test_a_function_address_in_a_global_keeps_the_module_whole():
+    m = _toy_module()
+    tab = ir.GlobalVariable(m, ir.PointerType(), name="table")
+    tab.initializer = m.globals["bump_a"]
+    sp = partition.split(m, 1, 8, roots=("entry",))
+    assert sp.parts == [sp.text]
+    llvm.parse_assembly(sp.text).verify()

@@ -93,7 +93,8 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
                 raise RuntimeError(str(err))
         stats.add("codegen", t)
         try:
-            return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buf), ffi.lib.LLVMPY_GetBufferSize(buf))
+            start, size = ffi.lib.LLVMPY_GetBufferStart(buf), ffi.lib.LLVMPY_GetBufferSize(buf)
+            return ctypes.string_at(start, size)
         finally:
             ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
     finally:

@@ -83,6 +83,9 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
     by_name = {v.name: v for v in values}
     refs = {v.name: [r for r in dict.fromkeys(_REF.findall(texts[v.name]))
                      if r != v.name and r in by_name] for v in values}
+    if any(isinstance(by_name[r], ir.Function) for v in values
+           if isinstance(v, ir.GlobalVariable) for r in refs[v.name]):
+        return Split(whole, [whole])         # a function's address in a global: not split
 
     def shared(fn) -> bool:
         return fn.name not in roots and (fn.linkage in _PRIVATE or "noinline" not in fn.attributes)
@@ -105,19 +108,21 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
         return Split(whole, [whole])
     members: list[set] = [set() for _ in range(max(1, min(parts, len(owned))))]
     weight = [0] * len(members)
-    home: dict[str, int] = {}
     for f in sorted(owned, key=lambda f: (-sum(size[n] for n in closure[f.name]), f.name)):
         k = min(range(len(members)), key=lambda k: (weight[k], k))
         new = closure[f.name] - members[k]
         members[k] |= new
         weight[k] += sum(size[n] for n in new)
-        home[f.name] = k
     # Where each global value lives, and which parts reference it.
     used: list[set] = []
     for m in members:
-        u = set(m)
-        for n in m:
-            u.update(refs[n])
+        u, stack = set(m), list(m)
+        while stack:                       # what m's functions reference, and what those
+            for r in refs[stack.pop()]:    # globals' initializers reference in turn
+                if r not in u:
+                    u.add(r)
+                    if isinstance(by_name[r], ir.GlobalVariable):
+                        stack.append(r)
         used.append(u)
     gv_home = {}
     for v in values:
