@@ -1,6 +1,7 @@
 """Where an uncached compile's time goes, per phase, beside XLA:CPU's compile of the same text.
 
     PYTHONPATH=TREE python TREE/benchmarks/compile_time.py [CASE ...] [--repeat N]
+                                                         [--llvm-threads N]
     PYTHONPATH=. /work/venv-jax/bin/python benchmarks/compile_time.py      # adds XLA:CPU
 
 For run.py's file cases (the MLP / BERT-like / CNN training steps and the two scans):
@@ -8,7 +9,8 @@ HLO passes, LLVM IR generation, LLVM (optimise + codegen, the parts on threads w
 tree has hloc.backend.compile_threads) and loading, each as wall / process-CPU ms (CPU
 sums every thread: on a loaded machine wall time mostly measures the load), best of
 --repeat; then XLA:CPU's compile (run.py's `compile_and_load` of the same HLO text) and
-the wall-time ratio. It drives the back end's functions directly, so it also runs on an
+the wall-time ratio. --llvm-threads N compiles the parts on N threads (default: every
+core; 1 gives the same objects one part after another). It drives the back end's functions directly, so it also runs on an
 older tree (e.g. `git archive` of the base commit) for before/after tables.
 Not a test: timings on a shared machine vary.
 """
@@ -32,7 +34,7 @@ from run import FILE_CASES, _file_case, _xla_text  # noqa: E402
 PHASES = ("HLO passes", "IR gen", "LLVM", "load")
 
 
-def _compile(text, name, best):
+def _compile(text, name, best, threads):
     def tick(k, t, c):
         w, cc = time.perf_counter() - t, time.process_time() - c
         ow, oc = best.get(k, (float("inf"), float("inf")))
@@ -45,7 +47,7 @@ def _compile(text, name, best):
     low = jit.lower(m, Options())
     t, c = tick("IR gen", t, c)
     if hasattr(jit, "compile_objects"):
-        code = jit.compile_objects(low, Options())
+        code = jit.compile_objects(low, Options(), threads=threads)
     else:                                    # a tree from before parts
         code = jit.compile_object(low, Options())
     t, c = tick("LLVM", t, c)
@@ -57,6 +59,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="*")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--llvm-threads", type=int, default=None)
     opts = ap.parse_args(argv)
     jit.host()
     print("ms, wall / CPU; hloc = sum of the phases' best; ratio = hloc wall / XLA wall")
@@ -69,7 +72,7 @@ def main(argv=None):
         best: dict = {}
         xla = (float("inf"), float("inf"))
         for _ in range(opts.repeat):
-            _compile(text, name, best)
+            _compile(text, name, best, opts.llvm_threads)
             t, c = time.perf_counter(), time.process_time()
             if _xla_text(text, ins, 1)[0] is not None:
                 xla = min(xla, (time.perf_counter() - t, time.process_time() - c))
