@@ -1,7 +1,7 @@
 """Compiled hloc against XLA:CPU (via JAX), the interpreter and NumPy op by op.
 
     python benchmarks/run.py [CASE ...] [--repeat N] [--numerics xla-cpu|ieee] [--threads N]
-                             [--no-interpreter] [--profile]
+                             [--no-interpreter] [--profile] [--compile-breakdown]
     /work/venv-jax/bin/python benchmarks/run.py      # adds the XLA:CPU columns
 
 Same inputs for every executor, one process. The first six cases are HLO modules written
@@ -13,7 +13,10 @@ benchmarks/data scans from tools/gen_bench_dumps.py), checked against the values
 computed and timed on XLA:CPU by compiling the same HLO text (as tools/check_dumps.py).
 Times are the best of --repeat steady-state calls (the interpreter: best of 2); compile
 times are hloc's without cache and XLA's `jit(...).lower(...).compile()` (or
-compile_and_load of the text). --profile prints hloc's per-kernel profile per case.
+compile_and_load of the text). --profile prints hloc's per-kernel profile per case;
+--compile-breakdown a second table of where hloc's compile time goes: HLO passes, LLVM IR
+generation (Python), LLVM (wall, over the parts compiled on threads; and parse / optimise /
+codegen summed over parts), loading, with the process CPU seconds of the whole compile.
 Not a test: timings on a shared machine vary by +-30 %.
 """
 from __future__ import annotations
@@ -269,11 +272,13 @@ def main(argv=None):
     ap.add_argument("--numerics", default="xla-cpu", choices=["xla-cpu", "ieee"])
     ap.add_argument("--no-interpreter", action="store_true")
     ap.add_argument("--profile", action="store_true", help="print hloc's per-kernel profile per case")
+    ap.add_argument("--compile-breakdown", action="store_true",
+                    help="print where hloc's compile time goes, per case")
     ap.add_argument("--threads", type=int, default=None,
                     help="threads for hloc's large kernels (default: the cores this process may use)")
     opts = ap.parse_args(argv)
     rng = np.random.default_rng(0)
-    rows, threads = [], None
+    rows, threads, breakdown = [], None, []
     kw = {} if opts.threads is None else {"threads": opts.threads}
     wanted = lambda name: not opts.cases or any(c in name for c in opts.cases)   # noqa: E731
     for name, (text, make, np_fn) in CASES.items():
@@ -281,9 +286,10 @@ def main(argv=None):
             continue
         args = make(rng)
         module = prepare_for_cpu(hloc.parse(text, name), None)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         exe = compile_module(module, numerics=opts.numerics, **kw)
         compile_s = time.perf_counter() - t0
+        breakdown.append((name, exe.compile_times, time.process_time() - c0))
         threads = exe.threads
         exe.run(args)
         t_hloc, out = _best(lambda: exe.run(args), opts.repeat)
@@ -304,10 +310,11 @@ def main(argv=None):
         text, ins, want = _file_case(stem)
         module = hloc.parse(text, name)
         args = bind_arguments(module, ins)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         exe = hloc.compile(module, numerics=opts.numerics)
         exe.set_threads(opts.threads)
         compile_s = time.perf_counter() - t0
+        breakdown.append((name, exe.compile_times, time.process_time() - c0))
         threads = exe.threads
         got = exe.run(args)
         for g, w in zip(flatten_leaves(got, module.entry.root.shape), want):
@@ -329,6 +336,25 @@ def main(argv=None):
     for name, th, tc, ti, tn, ts, tx, txc in rows:
         print(f"| {name} | {ms(th)} | {ms(tn)} | {ms(ts)} | {ms(tx)} | {ms(ti)} | {ratio(th, tn)} "
               f"| {ratio(th, ts)} | {ratio(th, tx)} | {ms(tc)} | {ms(txc)} |")
+    if opts.compile_breakdown:
+        _print_breakdown(rows, breakdown, ms, ratio)
+
+
+def _print_breakdown(rows, breakdown, ms, ratio):
+    """hloc's compile time by phase (Executable.compile_times), beside XLA's compile."""
+    xla = {r[0]: (r[2], r[7]) for r in rows}
+    print("\ncompile, ms: hloc (wall) and XLA:CPU; HLO passes, IR gen (Python), LLVM wall "
+          "(parts on threads), LLVM parse/optimise/codegen summed over parts, load; "
+          "CPU = process CPU time of hloc's compile")
+    print("| case | hloc | XLA | hloc/XLA | HLO passes | IR gen | LLVM | parse | optimise "
+          "| codegen | parts | load | CPU |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, t, cpu in breakdown:
+        hc, xc = xla[name]
+        g = lambda k: ms(t.get(k))   # noqa: E731
+        print(f"| {name} | {ms(hc)} | {ms(xc)} | {ratio(hc, xc)} | {g('hlo_passes')} | "
+              f"{g('ir_gen')} | {g('llvm')} | {g('llvm_parse_sum')} | {g('llvm_optimise_sum')} | "
+              f"{g('llvm_codegen_sum')} | {t.get('parts', '-')} | {g('load')} | {ms(cpu)} |")
 
 
 def _profile(opts, name, module, args, kw):

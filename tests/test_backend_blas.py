@@ -140,3 +140,37 @@ def test_some_dump_dots_do_go_through_blas(monkeypatch):
         module = prepare_for_cpu(hloc.parse_file(dumps / f"{prog}.after_optimizations.hlo"), None)
         n += emit_llvm(module, optimized=False).count("@\"scipy_cblas_")
     assert n >= 10, n
+
+
+def test_openblas_follows_the_executable_threads(monkeypatch):
+    """OpenBLAS runs a call on the executable's thread count and gets its own back after;
+    code without BLAS calls leaves it alone."""
+    t = blas.threads()
+    if t._get is None:
+        pytest.skip("this OpenBLAS exports no thread-count functions")
+    seen = []
+    real_enter = blas.Threads.enter
+
+    def enter(self, k):
+        old = real_enter(self, k)
+        seen.append((k, self._get()))
+        return old
+
+    monkeypatch.setattr(blas.Threads, "enter", enter)
+    rng = np.random.default_rng(3)
+    module = hloc.parse(_dot_module("f32", 0, 64, 64, 64, False, False))
+    args = _args(module, "f32", rng)
+    before = t._get()
+    t._put(2)
+    try:
+        e = compile_module(module, threads=1)
+        np.testing.assert_allclose(e.run(args), args[0] @ args[1], rtol=1e-4, atol=1e-4)
+        assert seen == [(1, 1)] and t._get() == 2          # set for the call, then restored
+        e.set_threads(2)
+        e.run(args)
+        assert seen[-1] == (2, 2)
+        small = compile_module(hloc.parse(_dot_module("f32", 0, 4, 4, 4, False, False)), threads=1)
+        small.run(_args(small.module, "f32", rng))
+        assert len(seen) == 2                                # emitted loops: not touched
+    finally:
+        t._put(before)

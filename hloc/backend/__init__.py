@@ -34,6 +34,8 @@ Layout (one job per module):
   global_view.py  xla.sdy.FuncResultSharding (an annotation) in global-view dumps
   expand.py       expansions XLA:CPU always applies (batch-norm), on a clone, before lowering
   jit.py          lowering, new-PM optimisation, object emission, MCJIT loading
+  partition.py    a large LLVM module as parts that compile independently
+  compile_threads.py  the parts' parse/optimise/emit on threads (unlocked llvmlite calls)
   cache.py        the on-disk object cache
   executable.py   Executable: NumPy arguments/results bound to the native entry
 """

@@ -160,3 +160,48 @@ def emit_call(em, inst, p) -> None:
                 beta, ptrs[2], i64(p.ldc)])
     for cm in reversed(stack):
         cm.__exit__(None, None, None)
+
+
+class Threads:
+    """OpenBLAS's own thread count (NumPy's bundled copy, the one compiled dots and LAPACK
+    calls go to), set to the executable's for the length of a call and put back after:
+    left alone, OpenBLAS runs on its default (every core) whatever `--threads` says, and
+    its spinning workers made small GEMM calls erratic on a loaded machine. Set only
+    when it differs (a set costs ~1 us; unchanged costs a get)."""
+
+    def __init__(self):
+        from . import runtime
+        lib = runtime.openblas()
+        self._get = getattr(lib, "scipy_openblas_get_num_threads64_", None)
+        self._put = getattr(lib, "scipy_openblas_set_num_threads64_", None)
+        if self._get is None or self._put is None:
+            self._get = self._put = None
+        else:
+            import ctypes
+            self._get.restype, self._get.argtypes = ctypes.c_int, []
+            self._put.restype, self._put.argtypes = None, [ctypes.c_int]
+
+    def enter(self, k: int):
+        """Set `k` threads; what `exit` needs to restore (None: nothing to restore)."""
+        if self._get is None:
+            return None
+        old = self._get()
+        if old == k:
+            return None
+        self._put(k)
+        return old
+
+    def exit(self, old) -> None:
+        if old is not None:
+            self._put(old)
+
+
+_threads = None
+
+
+def threads() -> Threads:
+    """The process's Threads (resolved once)."""
+    global _threads
+    if _threads is None:
+        _threads = Threads()
+    return _threads

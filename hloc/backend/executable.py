@@ -27,11 +27,13 @@ import numpy as np
 from ..diagnostics import InputError, UnsupportedError
 from ..ir.shape import parse_shape
 from ..printer import module_to_text as to_text
+from . import blas, runtime
 from .buffers import ALIGN
 from .cache import ObjectCache, pack, unpack
 from .collective_calls import device_table
+from .compile_threads import Stats
 from .context import Options
-from .jit import compile_object, load, lower, module_key
+from .jit import compile_objects, load, lower, module_key
 from .loops import minor_to_major
 from .parallel import MAX_THREADS, NTHREADS
 from .profile import Counters, Site
@@ -110,23 +112,37 @@ class Executable:
         key = module_key(to_text(module), options, name) if cache.directory is not None else None
         payload = cache.get(key) if key is not None else None
         entry = unpack(payload) if payload is not None else None
+        objs = _split_objects(entry[1], entry[0].get("objects")) if entry is not None else None
         self.lowered = None
-        if entry is None:
+        # seconds per compile phase (benchmarks/run.py --compile-breakdown)
+        times = self.compile_times = {"key_lookup": time.perf_counter() - t0}
+        if objs is None:                 # a miss (or an entry that does not hold its objects)
+            t = time.perf_counter()
             if prepare is not None:
                 prepare(module)
+            times["hlo_passes"] = time.perf_counter() - t
+            t = time.perf_counter()
             self.lowered = lowered = lower(module, options)
-            obj = compile_object(lowered, options)
+            times["ir_gen"] = time.perf_counter() - t
+            t = time.perf_counter()
+            stats = Stats()
+            objs = compile_objects(lowered, options, stats=stats)
+            times["llvm"] = time.perf_counter() - t
+            times.update({f"llvm_{k}_sum": v for k, v in stats.seconds.items()})
+            times["parts"] = len(objs)
             ent = module.entry
-            meta = {"arena": lowered.arena,
+            meta = {"arena": lowered.arena, "objects": [len(o) for o in objs],
                     "params": [str(p.shape) for p in sorted(ent.parameters, key=lambda p: p.parameter_number)],
                     "result": str(ent.root.shape),
                     "sites": [list(astuple(s)) for s in lowered.sites]}
             if key is not None:
-                cache.put(key, pack(meta, obj))
+                cache.put(key, pack(meta, b"".join(objs)))
         else:
-            meta, obj = entry
-        self.cache_hit = entry is not None
-        self.code = load(obj, options)
+            meta = entry[0]
+        self.cache_hit = self.lowered is None
+        t = time.perf_counter()
+        self.code = load(objs, options)
+        times["load"] = time.perf_counter() - t
         self.compile_s = time.perf_counter() - t0
         self.arena_bytes = meta["arena"]
         self.param_shapes = [parse_shape(t) for t in meta["params"]]
@@ -139,6 +155,8 @@ class Executable:
         self._out_specs = [_Spec.of(s) for s in self._out_leaves]
         self._in_specs = [_Spec.of(s) for p in self.param_shapes for s in p.leaves()]
         self._flat_params = not any(p.is_tuple for p in self.param_shapes)
+        # OpenBLAS follows `threads` during calls of code that calls it (hloc.backend.blas)
+        self._blas = blas.threads() if self.code.calls & (runtime.BLAS | runtime.LAPACK) else None
         self._pool: list[list] = [[] for _ in self._out_leaves]
         self._pool_addr: list[list] = [[] for _ in self._out_leaves]
         self.counters = Counters(self.code.engine, [Site(*s) for s in meta["sites"]]) \
@@ -211,17 +229,22 @@ class Executable:
             keep.append(a)
             if spec.size:
                 p_arr[k] = _address(a)
-        if self._busy.acquire(blocking=False):
-            try:
-                outs, o_arr = self._outputs(out, pooled=True, args=keep)
-                self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), self._arena)
-            finally:
-                self._busy.release()
-        else:
-            outs, o_arr = self._outputs(out, pooled=False, args=keep)
-            raw, arena = self._new_arena()
-            self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), arena)
-            del raw
+        old = self._blas.enter(self.threads) if self._blas is not None else None
+        try:
+            if self._busy.acquire(blocking=False):
+                try:
+                    outs, o_arr = self._outputs(out, pooled=True, args=keep)
+                    self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), self._arena)
+                finally:
+                    self._busy.release()
+            else:
+                outs, o_arr = self._outputs(out, pooled=False, args=keep)
+                raw, arena = self._new_arena()
+                self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), arena)
+                del raw
+        finally:
+            if old is not None:
+                self._blas.exit(old)
         del keep
         results = []
         for o, spec in zip(outs, self._out_specs):
@@ -281,6 +304,17 @@ class Executable:
                 raise InputError(f"out= array for result {s} overlaps an argument or another result")
             arrays.append(phys)
         return arrays
+
+
+def _split_objects(blob: bytes, sizes) -> list[bytes] | None:
+    """The objects a cache payload holds back to back (`sizes` from its header)."""
+    if not isinstance(sizes, list) or sum(sizes) != len(blob) or not sizes:
+        return None
+    out, at = [], 0
+    for n in sizes:
+        out.append(blob[at:at + n])
+        at += n
+    return out
 
 
 def _unflatten(leaves: list, shape):

@@ -4,14 +4,19 @@
 computation function) plus the entry wrapper `hloc_entry(params, outs, temp)`, which in
 xla-cpu numerics sets FTZ/DAZ in MXCSR around the call and restores it after.
 `optimize(ir_text, options)` runs O3 (SLP on) and returns the optimised module — the
-IR that `hloc emit-llvm` prints is exactly what `compile_object(...)` compiles. Object
-code is checked against the runtime table before it is loaded, and the engine that owns
-the code is kept by the returned `NativeCode` as long as anyone can call into it.
+IR that `hloc emit-llvm` prints is what `compile_objects(...)` compiles, dealt out to
+parts (hloc.backend.partition: a large module is split by size into parts that LLVM
+optimises and emits on several threads, hloc.backend.compile_threads; the part count
+depends on the module alone, so objects do not depend on the machine's cores). The
+objects are checked against the runtime table before they are loaded into one engine,
+and the engine that owns the code is kept by the returned `NativeCode` as long as
+anyone can call into it.
 `module_key` keys the object cache on the HLO text and hloc's sources, not on the IR,
 so a cache hit skips the HLO passes and IR generation.
 """
 from __future__ import annotations
 
+import os
 import platform
 
 import llvmlite
@@ -19,7 +24,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from .. import __version__
-from . import runtime
+from . import compile_threads, partition, runtime
 from .cache import cache_key
 from .computation import Functions
 from .context import ModuleContext, Options
@@ -27,6 +32,11 @@ from .types import I32, PTR, VOID
 
 ENTRY = "hloc_entry"
 UNROLL_THRESHOLD = 100
+# About this much LLVM IR text per part, at most MAX_PARTS parts: small modules stay
+# whole (a part costs a few ms of its own), large ones split finely enough to balance
+# over the cores; fixed numbers, so the parts, and the objects, depend on the module only.
+PART_BYTES = 48 << 10
+MAX_PARTS = 8
 _host = None
 
 
@@ -53,8 +63,9 @@ def target_machine(opt: int = 3):
 class Lowered:
     """The LLVM module of one HLO module and what the runtime needs to call it."""
 
-    def __init__(self, ir_text: str, arena: int, entry_comp, sites=()):
+    def __init__(self, ir_text: str, arena: int, entry_comp, sites=(), parts=None):
         self.ir_text = ir_text
+        self.parts = list(parts) if parts else [ir_text]    # what compiles, one object each
         self.arena = arena
         self.entry_comp = entry_comp
         self.sites = list(sites)         # profiled kernel sites (hloc.backend.profile)
@@ -87,7 +98,8 @@ def lower(module, options: Options) -> Lowered:
         b.call(entry, list(wrapper.args))
     b.ret_void()
     sites = mcx.profiler.sites if mcx.profiler is not None else []
-    return Lowered(str(mcx.module), fns.arena(module.entry), module.entry, sites)
+    sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=(ENTRY,))
+    return Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts)
 
 
 def optimize(ir_text: str, options: Options):
@@ -95,10 +107,7 @@ def optimize(ir_text: str, options: Options):
     mod = llvm.parse_assembly(ir_text)
     mod.verify()
     if options.opt_level > 0:
-        tm = target_machine(options.opt_level)
-        pto = llvm.PipelineTuningOptions(speed_level=options.opt_level)
-        pto.slp_vectorization = True
-        pb = llvm.PassBuilder(tm, pto)
+        pb = compile_threads.pass_builder(target_machine(options.opt_level), options.opt_level)
         pb.getModulePassManager().run(mod, pb)
     return mod
 
@@ -106,11 +115,19 @@ def optimize(ir_text: str, options: Options):
 class NativeCode:
     """Loaded object code; holds the engine as long as the entry address is used."""
 
-    def __init__(self, engine, address: int, obj: bytes):
+    def __init__(self, engine, address: int, objects: list[bytes], calls=frozenset()):
         self.engine = engine
         self.libraries = runtime.handles()      # what the code's resolved symbols point into
         self.address = address
-        self.obj = obj
+        self.objects = objects
+        self.calls = frozenset(calls)           # the runtime-table symbols the code calls
+
+    @property
+    def obj(self) -> bytes:
+        """The object code of a module compiled as one part."""
+        if len(self.objects) != 1:
+            raise ValueError(f"the module compiled as {len(self.objects)} objects (see .objects)")
+        return self.objects[0]
 
 
 _sources_digest = None
@@ -142,19 +159,31 @@ def module_key(module_text: str, options: Options, pipeline: str) -> str:
                      ".".join(map(str, llvm.llvm_version_info)))
 
 
-def compile_object(lowered: Lowered, options: Options) -> bytes:
-    """Optimised object code of a lowered module (checked against the runtime table)."""
-    obj = target_machine(options.opt_level).emit_object(optimize(lowered.ir_text, options))
-    runtime.check_object(obj)
-    return obj
+def compile_threads_default() -> int:
+    """Threads LLVM compiles on: the cores this process may use."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else (os.cpu_count() or 1)
 
 
-def load(obj: bytes, options: Options) -> NativeCode:
-    runtime.check_object(obj)
+def compile_objects(lowered: Lowered, options: Options, threads: int | None = None,
+                    stats=None) -> list[bytes]:
+    """Optimised object code of a lowered module, one object per part, compiled on
+    `threads` threads (None: every core) and checked against the runtime table;
+    `stats` (compile_threads.Stats) collects seconds per LLVM phase."""
+    threads = compile_threads_default() if threads is None else threads
+    objs = compile_threads.compile_all(lowered.parts, lambda: target_machine(options.opt_level),
+                                       options.opt_level, threads, stats)
+    runtime.check_objects(objs)
+    return objs
+
+
+def load(objs: list[bytes], options: Options) -> NativeCode:
+    calls = runtime.check_objects(objs)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(options.opt_level))
-    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    for obj in objs:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     addr = engine.get_function_address(ENTRY)
     if not addr:
         raise RuntimeError("compiled module has no entry function")
-    return NativeCode(engine, addr, obj)
+    return NativeCode(engine, addr, list(objs), calls)

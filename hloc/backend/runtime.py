@@ -115,6 +115,15 @@ def resolve_all() -> dict[str, int]:
 
 def undefined_symbols(obj: bytes) -> list[str]:
     """Undefined global symbols of an ELF64 little-endian relocatable object."""
+    return _symbols(obj, defined=False)
+
+
+def defined_symbols(obj: bytes) -> list[str]:
+    """Global symbols an ELF64 little-endian relocatable object defines."""
+    return _symbols(obj, defined=True)
+
+
+def _symbols(obj: bytes, defined: bool) -> list[str]:
     if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
         raise ValueError("not an ELF64 little-endian object")
     shoff, = struct.unpack_from("<Q", obj, 0x28)
@@ -128,7 +137,7 @@ def undefined_symbols(obj: bytes) -> list[str]:
         s_off = strtab[4]
         for k in range(sh[5] // 24):
             name_off, info, _other, shndx, _val, _size = struct.unpack_from("<IBBHQQ", obj, sh[4] + k * 24)
-            if shndx == 0 and name_off and (info >> 4) in (1, 2):   # UND, GLOBAL/WEAK
+            if (shndx != 0) == defined and name_off and (info >> 4) in (1, 2):   # UND?, GLOBAL/WEAK
                 end = obj.index(b"\0", s_off + name_off)
                 out.append(obj[s_off + name_off:end].decode())
     return out
@@ -136,8 +145,17 @@ def undefined_symbols(obj: bytes) -> list[str]:
 
 def check_object(obj: bytes) -> None:
     """Refuse an object that references a symbol outside the resolved allowlist."""
+    check_objects([obj])
+
+
+def check_objects(objs: list[bytes]) -> set[str]:
+    """Refuse objects (the parts of one module, loaded together) that reference a symbol
+    neither one of them defines nor the resolved allowlist holds; the table's symbols
+    they call."""
     table = resolve_all()
-    bad = [s for s in undefined_symbols(obj) if s not in table]
+    defined = {s for o in objs for s in defined_symbols(o)} if len(objs) > 1 else set()
+    wanted = {s for o in objs for s in undefined_symbols(o)} - defined
+    bad = sorted(wanted - set(table))
     if any(s in BLAS or s in LAPACK for s in bad):
         raise UnsupportedError("unsupported: this module's large dots or LAPACK custom-calls call "
                                f"{', '.join(sorted(s for s in bad if s in BLAS or s in LAPACK))}, "
@@ -147,3 +165,4 @@ def check_object(obj: bytes) -> None:
     if bad:
         raise UnsupportedError("unsupported: compiled code needs native symbols outside the "
                                f"runtime table: {', '.join(sorted(bad))}")
+    return wanted

@@ -1,0 +1,138 @@
+"""Object code of several LLVM modules, compiled at the same time on threads.
+
+llvmlite wraps every call into LLVM in one process-wide lock (`llvmlite.binding.ffi`,
+`_LLVMLock`), so two threads compiling through its API take turns (measured: two
+halves of a 188-kernel module, one thread running and one waiting on the lock in
+every /proc sample). LLVM itself is thread-safe for modules in different LLVMContexts
+with their own TargetMachine and pass managers, and ctypes drops the GIL around a
+foreign call, so the three heavy calls — parse, optimise, emit — are made here on the
+unlocked ctypes functions of llvmlite's own library (`ffi.lib._lib`), each thread with
+its own context, target machine and pass builder (both threads then ran in every
+sample). Everything else, short, still goes through the locked API. Where this
+llvmlite lacks that handle (another version), parts compile one after another through
+the public API: same objects, no parallelism.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+
+import llvmlite.binding as llvm
+from llvmlite.binding import ffi
+
+try:
+    _RAW = ffi.lib._lib
+    _PARSE, _RUN, _EMIT, _VERIFY = (_RAW.LLVMPY_ParseAssembly, _RAW.LLVMPY_RunNewModulePassManager,
+                                    _RAW.LLVMPY_TargetMachineEmitToMemory, _RAW.LLVMPY_VerifyModule)
+except AttributeError:              # pragma: no cover - another llvmlite
+    _RAW = None
+
+
+def available() -> bool:
+    """Whether parts can compile at the same time (the unlocked calls exist)."""
+    return _RAW is not None
+
+
+def pass_builder(tm, opt_level: int):
+    """hloc's LLVM pipeline: the new pass manager at `opt_level`, SLP on."""
+    pto = llvm.PipelineTuningOptions(speed_level=opt_level)
+    pto.slp_vectorization = True
+    return llvm.PassBuilder(tm, pto)
+
+
+class Stats:
+    """Seconds spent per phase, summed over parts (`add` is thread-safe)."""
+
+    def __init__(self):
+        self.seconds = {"parse": 0.0, "optimise": 0.0, "codegen": 0.0}
+        self._lock = threading.Lock()
+
+    def add(self, phase: str, t0: float) -> float:
+        now = time.perf_counter()
+        with self._lock:
+            self.seconds[phase] += now - t0
+        return now
+
+
+def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=None) -> bytes:
+    """Object code of one module: parse, verify, optimise at `opt_level`, emit with a
+    fresh target machine from `make_tm()`."""
+    stats = stats or Stats()
+    t = time.perf_counter()
+    if not unlocked:
+        mod = llvm.parse_assembly(ir_text)
+        mod.verify()
+        t = stats.add("parse", t)
+        if opt_level > 0:
+            pb = pass_builder(make_tm(), opt_level)
+            pb.getModulePassManager().run(mod, pb)
+        t = stats.add("optimise", t)
+        obj = make_tm().emit_object(mod)
+        stats.add("codegen", t)
+        return obj
+    ctx = llvm.create_context()
+    with ffi.OutputString() as err:
+        ptr = _PARSE(ctx, ctypes.c_char_p(ir_text.encode()), err)
+        if err:
+            raise RuntimeError(f"LLVM IR parsing error\n{err}")
+    mod = llvm.ModuleRef(ptr, ctx)
+    try:
+        with ffi.OutputString() as err:
+            if _VERIFY(mod, err):
+                raise RuntimeError(str(err))
+        t = stats.add("parse", t)
+        if opt_level > 0:
+            pb = pass_builder(make_tm(), opt_level)
+            _RUN(pb.getModulePassManager(), mod, pb)
+        t = stats.add("optimise", t)
+        tm = make_tm()
+        with ffi.OutputString() as err:
+            buf = _EMIT(tm, mod, 1, err)
+            if not buf:
+                raise RuntimeError(str(err))
+        stats.add("codegen", t)
+        try:
+            start, size = ffi.lib.LLVMPY_GetBufferStart(buf), ffi.lib.LLVMPY_GetBufferSize(buf)
+            return ctypes.string_at(start, size)
+        finally:
+            ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
+    finally:
+        mod.close()
+
+
+def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
+                stats: Stats | None = None) -> list[bytes]:
+    """The objects of `texts`, in order, compiled on up to `threads` threads (largest
+    first, each thread taking the next when done). Objects do not depend on `threads`."""
+    threads = max(1, min(threads, len(texts)))
+    if threads == 1 or not available():
+        return [compile_one(t, make_tm, opt_level, False, stats) for t in texts]
+    order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
+    out: list = [None] * len(texts)
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def work():
+        while True:
+            with lock:
+                if not order or errors:
+                    return
+                k = order.pop(0)
+            try:
+                out[k] = compile_one(texts[k], make_tm, opt_level, True, stats)
+            except BaseException as e:      # re-raised in the caller's thread
+                with lock:
+                    errors.append(e)
+                return
+
+    pool = [threading.Thread(target=work, name=f"hloc-llvm-{i}", daemon=True)
+            for i in range(threads - 1)]
+    for t in pool:
+        t.start()
+    work()
+    for t in pool:
+        t.join()
+    if errors:
+        raise errors[0]
+    return out

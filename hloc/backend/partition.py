@@ -1,0 +1,158 @@
+"""One llvmlite module as several LLVM modules that compile independently (in parallel).
+
+LLVM's optimisation and code generation are per module and cost about linear in its
+size, so a module of many kernels split N ways compiles on N cores (hloc.backend.jit).
+The split keeps the code what it would be in one module:
+
+* *owned* functions — the entry, computation functions and `noinline` kernels, all with
+  external linkage — are dealt to the parts by size (largest first, to the lightest
+  part: the parts come out about equally heavy), and declared in the parts that call
+  them; such calls were never inlined, so code is the same;
+* *shared* functions — inlinable kernels (under hloc.backend.kernels.INLINE_WORK) and
+  internal helpers (the GEMM micro-kernels, the pthread runtime, sort helpers) — go,
+  as internal copies, into every part that references them (transitively), so every
+  inlining LLVM did in one module it can still do; a copy left after inlining is
+  removed by LLVM as dead;
+* read-only private globals (constants) are copied into each part that uses them;
+  any other global (thread count, RNG counters, profile table) lives in the first part
+  that references it and becomes external there when another part references it too.
+
+A module small enough for one part gets the same treatment (its inlinable kernels
+internal: LLVM then drops them once inlined instead of also compiling each on its own).
+References are read from each global value's printed text (`@"name"`), which llvmlite
+always quotes. Parts are deterministic in the module, so their objects are too.
+"""
+from __future__ import annotations
+
+import re
+
+from llvmlite import ir
+
+_REF = re.compile(r'@"((?:[^"\\]|\\.)*)"')
+_PRIVATE = ("private", "internal")
+
+
+class Split:
+    """The printed module (`text`) and its parts' texts (`parts`: one when not split)."""
+
+    def __init__(self, text: str, parts: list[str]):
+        self.text = text
+        self.parts = parts
+
+
+def _declaration(fn_text: str) -> str:
+    """A definition's prototype as a declaration (owned functions are external)."""
+    head = fn_text[:fn_text.index("\n")]
+    if not head.startswith("define "):
+        raise AssertionError(f"not a definition: {head[:80]}")
+    return "declare " + head[len("define "):] + "\n"
+
+
+def _external_decl(g: ir.GlobalVariable) -> str:
+    kind = "constant" if g.global_constant else "global"
+    return f"{g.get_reference()} = external {kind} {g.value_type}"
+
+
+def _with_linkage(g, linkage: str) -> str:
+    """`g` printed with another linkage (through `descr`: llvmlite caches `str` of a
+    global variable)."""
+    old, buf = g.linkage, []
+    g.linkage = linkage
+    try:
+        g.descr(buf)
+    finally:
+        g.linkage = old
+    text = "".join(buf)
+    return text if isinstance(g, ir.Function) else f"{g.get_reference()} = {text}"
+
+
+def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split:
+    """`module` printed whole and as about one part per `part_bytes` of function text,
+    at most `max_parts` (`roots`: functions that must stay external, e.g. the entry
+    looked up by name)."""
+    header = [f'; ModuleID = "{module.name}"', f'target triple = "{module.triple}"',
+              f'target datalayout = "{module.data_layout}"', ""]
+    header += [t.get_declaration() for t in module.get_identified_types().values()]
+    values = list(module.globals.values())
+    texts = {v.name: str(v) for v in values}
+    whole = "\n".join(header + [texts[v.name] for v in values])
+    defined = [v for v in values if isinstance(v, ir.Function) and not v.is_declaration]
+    parts = min(max_parts, -(-sum(len(texts[f.name]) for f in defined) // max(part_bytes, 1)))
+    if len(defined) < 2 or module.metadata or module.namedmetadata:
+        return Split(whole, [whole])
+    by_name = {v.name: v for v in values}
+    refs = {v.name: [r for r in dict.fromkeys(_REF.findall(texts[v.name]))
+                     if r != v.name and r in by_name] for v in values}
+    if any(isinstance(by_name[r], ir.Function) for v in values
+           if isinstance(v, ir.GlobalVariable) for r in refs[v.name]):
+        return Split(whole, [whole])         # a function's address in a global: not split
+
+    def shared(fn) -> bool:
+        return fn.name not in roots and (fn.linkage in _PRIVATE or "noinline" not in fn.attributes)
+
+    # Each owned function and the shared functions it reaches (its closure).
+    closure = {}
+    owned = [f for f in defined if not shared(f)]
+    for f in owned:
+        seen, stack = {f.name}, [f.name]
+        while stack:
+            for r in refs[stack.pop()]:
+                g = by_name[r]
+                if r not in seen and isinstance(g, ir.Function) and not g.is_declaration \
+                        and shared(g):
+                    seen.add(r)
+                    stack.append(r)
+        closure[f.name] = seen
+    size = {n: len(t) for n, t in texts.items()}
+    if not owned:
+        return Split(whole, [whole])
+    members: list[set] = [set() for _ in range(max(1, min(parts, len(owned))))]
+    weight = [0] * len(members)
+    for f in sorted(owned, key=lambda f: (-sum(size[n] for n in closure[f.name]), f.name)):
+        k = min(range(len(members)), key=lambda k: (weight[k], k))
+        new = closure[f.name] - members[k]
+        members[k] |= new
+        weight[k] += sum(size[n] for n in new)
+    # Where each global value lives, and which parts reference it.
+    used: list[set] = []
+    for m in members:
+        u, stack = set(m), list(m)
+        while stack:                       # what m's functions reference, and what those
+            for r in refs[stack.pop()]:    # globals' initializers reference in turn
+                if r not in u:
+                    u.add(r)
+                    if isinstance(by_name[r], ir.GlobalVariable):
+                        stack.append(r)
+        used.append(u)
+    gv_home = {}
+    for v in values:
+        if isinstance(v, ir.GlobalVariable):
+            users = [k for k in range(len(members)) if v.name in used[k]]
+            gv_home[v.name] = (users[0] if users else 0, users)
+    out = []
+    for k, m in enumerate(members):
+        lines = list(header)
+        for v in values:
+            n = v.name
+            if isinstance(v, ir.GlobalVariable):
+                first, users = gv_home[n]
+                if k not in users and k != first:
+                    continue
+                if v.global_constant and v.linkage in _PRIVATE:
+                    lines.append(texts[n])                  # a copy per part
+                elif k == first:
+                    cross = len(users) > 1 and v.linkage in _PRIVATE
+                    lines.append(_with_linkage(v, "") if cross else texts[n])
+                else:
+                    lines.append(_external_decl(v))
+            elif v.is_declaration:
+                lines.append(texts[n])
+            elif n in m:
+                if shared(v) and v.linkage not in _PRIVATE:
+                    lines.append(_with_linkage(v, "internal"))
+                else:
+                    lines.append(texts[n])
+            elif n in used[k]:
+                lines.append(_declaration(texts[n]))
+        out.append("\n".join(lines))
+    return Split(whole, out)

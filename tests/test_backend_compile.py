@@ -1,0 +1,153 @@
+"""Compiling in parts: a module split into several LLVM modules (hloc.backend.partition)
+compiled on threads (hloc.backend.compile_threads) gives the bits of the whole module,
+objects that do not depend on the thread count, and the same object-cache behaviour;
+the object check accepts references between parts and nothing else."""
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+from llvmlite import ir
+
+import hloc
+from hloc.backend import compile_module, compile_threads, jit, partition, runtime
+from hloc.backend.context import Options
+from hloc.diagnostics import UnsupportedError
+from hloc.inputs import bind_arguments, flatten_leaves, load_npz
+
+DUMPS = Path(__file__).resolve().parents[1] / "testdata" / "dumps"
+
+
+def _case(stem):
+    d = load_npz(DUMPS / f"{stem}.npz")
+    ins = [d[f"in{i}"] for i in range(sum(1 for k in d if k.startswith("in") and k[2:].isdigit()))]
+    return (DUMPS / f"{stem}.after_optimizations.hlo").read_text(), ins
+
+
+def _bits(exe, module, args):
+    return [np.asarray(x).tobytes() for x in flatten_leaves(exe.run(args), module.entry.root.shape)]
+
+
+@pytest.mark.parametrize("stem", ["mlp_train_step", "conv_grouped_grad", "tf_conv_pool"])
+def test_parts_give_the_bits_of_the_whole_module(stem, monkeypatch):
+    text, ins = _case(stem)
+    got = {}
+    for part_bytes in (1 << 40, 1):
+        monkeypatch.setattr(jit, "PART_BYTES", part_bytes)
+        m = hloc.parse(text, stem)
+        exe = compile_module(m)
+        got[part_bytes] = (len(exe.code.objects), _bits(exe, m, bind_arguments(m, ins)))
+    assert got[1 << 40][0] == 1 and got[1][0] > 1          # whole, then split
+    assert got[1][1] == got[1 << 40][1]
+
+
+def test_objects_do_not_depend_on_the_thread_count(monkeypatch):
+    monkeypatch.setattr(jit, "PART_BYTES", 1)
+    text, _ = _case("mlp_train_step")
+    low = jit.lower(hloc.parse(text), Options())
+    assert len(low.parts) > 2
+    one = jit.compile_objects(low, Options(), threads=1)
+    three = jit.compile_objects(low, Options(), threads=3)
+    assert one == three
+    assert compile_threads.available()          # else the parts compile one by one
+
+
+def test_split_module_object_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(jit, "PART_BYTES", 1)
+    text, ins = _case("mlp_train_step")
+    m1 = hloc.parse(text)
+    e1 = compile_module(m1, cache_dir=tmp_path)
+    m2 = hloc.parse(text)
+    e2 = compile_module(m2, cache_dir=tmp_path)
+    assert not e1.cache_hit and e2.cache_hit
+    assert e2.code.objects == e1.code.objects and len(e1.code.objects) > 1
+    assert _bits(e2, m2, bind_arguments(m2, ins)) == _bits(e1, m1, bind_arguments(m1, ins))
+    # An entry whose header does not account for its objects is a miss, recompiled.
+    from hloc.backend.cache import ObjectCache, pack, unpack
+    (path,) = tmp_path.rglob("*.o")
+    cache, key = ObjectCache(tmp_path), path.stem
+    meta, blob = unpack(cache.get(key))
+    cache.put(key, pack(dict(meta, objects=meta["objects"][:-1]), blob))
+    e3 = compile_module(hloc.parse(text), cache_dir=tmp_path)
+    assert not e3.cache_hit and e3.code.objects == e1.code.objects
+
+
+def _toy_module():
+    """Two noinline functions sharing a counter (mutable, private), a constant and an
+    inlinable helper; `entry` calls both and returns counter + constant."""
+    i64 = ir.IntType(64)
+    m = ir.Module(name="toy")
+    _, _, _, m.triple = jit.host()
+    m.data_layout = str(jit.target_machine().target_data)
+    counter = ir.GlobalVariable(m, i64, name="counter")
+    counter.initializer, counter.linkage = ir.Constant(i64, 0), "private"
+    const = ir.GlobalVariable(m, i64, name="const.seven")
+    const.initializer, const.linkage, const.global_constant = ir.Constant(i64, 7), "private", True
+    helper = ir.Function(m, ir.FunctionType(i64, [i64]), name="helper")
+    b = ir.IRBuilder(helper.append_basic_block())
+    b.ret(b.add(helper.args[0], b.load(const)))
+    fns = []
+    for name, step in (("bump_a", 1), ("bump_b", 100)):
+        f = ir.Function(m, ir.FunctionType(ir.VoidType(), []), name=name)
+        f.attributes.add("noinline")
+        b = ir.IRBuilder(f.append_basic_block())
+        b.store(b.call(helper, [b.add(b.load(counter), ir.Constant(i64, step))]), counter)
+        b.ret_void()
+        fns.append(f)
+    entry = ir.Function(m, ir.FunctionType(i64, []), name="entry")
+    b = ir.IRBuilder(entry.append_basic_block())
+    for f in fns:
+        b.call(f, [])
+    b.ret(b.add(b.load(counter), b.load(const)))
+    return m
+
+
+def test_partition_keeps_one_copy_of_mutable_state():
+    sp = partition.split(_toy_module(), 1, 8, roots=("entry",))
+    assert len(sp.parts) == 3
+    for p in sp.parts:
+        llvm.parse_assembly(p).verify()
+    counter_defs = [p for p in sp.parts if '@"counter" = global' in p]
+    assert len(counter_defs) == 1                     # one definition, external
+    assert sum('@"counter" = external global' in p for p in sp.parts) == 2
+    assert sum('@"const.seven" = private constant' in p for p in sp.parts) == 3   # copied
+    assert all('define internal i64 @"helper"' in p for p in sp.parts if '@"helper"(' in p)
+    objs = compile_threads.compile_all(sp.parts, jit.target_machine, 3, threads=2)
+    whole = compile_threads.compile_all([sp.text], jit.target_machine, 3, threads=1)
+    results = []
+    for o in (objs, whole):
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), jit.target_machine())
+        for obj in o:
+            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+        f = ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("entry"))
+        results.append((f(), f()))
+    # counter: 0+1+7 = 8, 8+100+7 = 115, +7 returned; the second call goes on from 115
+    assert results[0] == results[1] == (122, 237)
+
+
+def test_object_check_accepts_only_references_between_parts():
+    sp = partition.split(_toy_module(), 1, 8, roots=("entry",))
+    objs = compile_threads.compile_all(sp.parts, jit.target_machine, 3, threads=1)
+    assert any(runtime.undefined_symbols(o) for o in objs)     # calls across parts
+    runtime.check_objects(objs)
+    with pytest.raises(UnsupportedError, match="bump_"):
+        runtime.check_objects(objs[1:])                          # a part missing
+
+
+def test_small_modules_stay_whole():
+    text, _ = _case("reduce_sum_xyz")
+    exe = compile_module(hloc.parse(text))
+    assert len(exe.code.objects) == 1 and exe.code.obj == exe.code.objects[0]
+
+
+def test_a_function_address_in_a_global_keeps_the_module_whole():
+    m = _toy_module()
+    tab = ir.GlobalVariable(m, ir.PointerType(), name="table")
+    tab.initializer = m.globals["bump_a"]
+    sp = partition.split(m, 1, 8, roots=("entry",))
+    assert sp.parts == [sp.text]
+    llvm.parse_assembly(sp.text).verify()
