@@ -78,6 +78,8 @@ def emit_kernel(mcx, inst) -> ir.Function:
     fn.args[0].name, fn.args[1].name, fn.args[2].name = "args", "wg", "nwg"
     inlinable = touched_bytes(inst) < INLINE_WORK
     fn.attributes.add("alwaysinline" if inlinable else "noinline")
+    if inlinable:       # nothing else calls it: gone once inlined (no code emitted for it)
+        fn.linkage = "internal"
     fn.attributes.add("nounwind")
     kb = KernelBuilder(mcx, fn)
     # An inlined kernel's results still round where they are stored, as XLA's fusion

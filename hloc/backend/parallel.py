@@ -89,7 +89,7 @@ def work_groups(inst) -> int:
     leaves = [s for s in inst.shape.leaves() if s.dtype.is_array and s.rank]
     if not leaves:
         return 1
-    work = kernel_work(inst)
+    work = touched_bytes(inst)
     if work < MIN_WORK:
         return 1
     n0 = min(s.dims[minor_to_major(s)[-1]] for s in leaves)
