@@ -14,7 +14,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import cplx
+from . import cplx, xla_math
 from .registry import emits, emits_semantic
 from .types import F32, F64, I1, Cplx, compute_type, const, round_narrow
 
@@ -221,49 +221,12 @@ def _intr(name, n=1):
 _libm_exp = _libm_f("exp")
 _libm_tanh = _libm_f("tanh")
 
-# XLA:CPU's tanh (xla/codegen/intrinsic/tanh.cc, Eigen's rational interpolants): odd
-# numerator over even denominator in x^2, Horner with `contract` (FMA on FMA hosts).
-# f32: |x| < 0.0004 -> x; x clamped to +-7.99881172 (the FMA clamp, where the
-# approximation is exactly 1). f64: clamp +-17.714196154005176 (XLA passes
-# with_fma=false for f64). Both: |x| >= 20 -> copysign(1, x).
-_TANH_F32 = ((-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
-              5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
-              4.89352455891786e-03),
-             (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
-              4.89352518554385e-03), 7.99881172180175781)
-_TANH_F64 = ((2.6158007860482230e-23, 7.6534862268749319e-19, 3.1309488231386680e-15,
-              4.2303918148209176e-12, 2.4618379131293676e-09, 6.8644367682497074e-07,
-              9.3839087674268880e-05, 5.9809711724441161e-03, 1.5184719640284322e-01, 1.0),
-             (6.463747022670968018e-21, 5.782506856739003571e-17, 1.293019623712687916e-13,
-              1.123643448069621992e-10, 4.492975677839633985e-08, 8.785185266237658698e-06,
-              8.295161192716231542e-04, 3.437448108450402717e-02, 4.851805297361760360e-01, 1.0),
-             17.714196154005176)
-
-
 def _tanh(kb, dt, x):
     """tanh: glibc's (f64, rounded once) in ieee numerics; in xla-cpu numerics XLA:CPU's
-    branch-free rational approximation (above), which LLVM inlines and vectorises."""
+    branch-free rational approximation (hloc.backend.xla_math), which LLVM vectorises."""
     if not kb.options.xla or x.type not in (F32, F64):
         return _libm_tanh(kb, dt, x)
-    b = kb.b
-    num_c, den_c, clamp = _TANH_F32 if x.type == F32 else _TANH_F64
-    c = lambda v: _c(v, x)     # noqa: E731
-    # XLA's fast min/max: select on an unordered compare, so NaN passes through
-    xc = b.select(b.fcmp_unordered(">=", x, c(-clamp)), x, c(-clamp))
-    xc = b.select(b.fcmp_unordered("<=", xc, c(clamp)), xc, c(clamp))
-    x2 = b.fmul(xc, xc, flags=("contract",))
-
-    def horner(coeffs):
-        p = c(coeffs[0])
-        for k in coeffs[1:]:
-            p = b.fadd(b.fmul(x2, p, flags=("contract",)), c(k), flags=("contract",))
-        return p
-    y = b.fdiv(b.fmul(xc, horner(num_c), flags=("contract",)), horner(den_c), flags=("contract",))
-    absx = _intr("fabs")(kb, dt, x)
-    if x.type == F32:
-        y = b.select(b.fcmp_ordered("<", absx, c(0.0004)), x, y)
-    one = _intr("copysign", 2)(kb, dt, c(1.0), x)
-    return b.select(b.fcmp_ordered(">=", absx, c(20.0)), one, y)
+    return xla_math.tanh(kb, x)
 
 
 def _exp(kb, dt, x):
