@@ -37,10 +37,12 @@ def test_emit_llvm_parses_and_verifies(prog, tmp_path):
     llvm.parse_assembly(text).verify()
     module = hloc.parse_file(path)
     fusions = [i.name for c in module.computations for i in c.instructions if i.opcode == "fusion"]
-    for name in fusions:             # one function per kernel, named after the instruction
-        assert f"@{name}(" in text or f'@"{name}"(' in text
     raw = emit_llvm(module, optimized=False)
     llvm.parse_assembly(raw).verify()
+    # one function per kernel, named after the instruction (small ones are internal and
+    # always inlined, so only the IR before LLVM's passes still has all of them)
+    for name in fusions:
+        assert f"@{name}(" in raw or f'@"{name}"(' in raw
     assert "define void @hloc_entry" in raw or 'define void @"hloc_entry"' in raw
 
 

@@ -8,6 +8,7 @@ Layout (one job per module):
   context.py      ModuleContext (llvm module, options, declarations) and KernelBuilder
                   (one function: builder, fast-math flags, per-kernel value cache)
   elementwise.py  the elementwise table (unary/binary rows), compare, select, clamp
+  xla_math.py     XLA:CPU's own tanh (its rational approximation), for xla-cpu numerics
   conversions.py  convert, bitcast-convert
   structural.py   data movement generators (broadcast ... dynamic-update-slice)
   reductions.py   reduce, dot, map (loops inside generators; inlined to_apply)

@@ -65,6 +65,10 @@ class Functions:
         self.plans[id(comp)] = plan
         fn = ir.Function(mcx.module, COMP_TYPE, name=mcx.unique("comp." + comp.name))
         fn.args[0].name, fn.args[1].name, fn.args[2].name = "params", "outs", "temp"
+        # The arena region a computation gets is disjoint from every buffer its params and
+        # outs point to (the caller's own buffers lie below callee_offset): LLVM may then
+        # keep temporaries in registers across stores to outputs.
+        fn.args[2].add_attribute("noalias")
         self.fns[id(comp)] = fn
         _Emitter(self, comp, plan, fn).run()
 
@@ -235,51 +239,49 @@ class _Emitter:
                 b.call(f, [self.ptr(dst), src, i64(dst.size), ir.Constant(I1, 0)])
 
     def while_(self, inst) -> None:
-        """The state lives in two buffer sets used alternately (the body reads one and
-        writes the other; the pointer arrays are swapped), so an iteration copies nothing
-        (elements a body updates with an in-place DUS keep one buffer, hloc.backend.inplace);
-        the final state is copied once into the while's own buffers if it ended in the
-        other set."""
+        """The state lives in two buffer sets A (the while's own) and B (scratch) used
+        alternately: the loop runs body(A -> B) then body(B -> A), so an iteration copies
+        nothing and swaps nothing (elements a body updates with an in-place DUS, or passes
+        through, keep one buffer in both sets, hloc.backend.inplace); if the loop ends
+        after a body(A -> B), B's elements are copied once into A."""
         b = self.b
         state = self.leaves(inst)
         scratch = self.plan.scratch[id(inst)]
         other, pred = scratch[:-1], scratch[-1]
         for dst, src in zip(state, self.leaves(inst.operands[0])):
             self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
-        cur, nxt = self.ptr_array(state), self.ptr_array(other)
-        n = len(state)
-        arr_t = ir.ArrayType(PTR, max(n, 1))
-        slot = lambda arr, k: b.gep(arr, [i64(0), ir.Constant(I32, k)], source_etype=arr_t,   # noqa: E731
-                                    inbounds=True)
-        for k in sorted(inplace_state(inst.attrs["body"])):      # one buffer: DUS in place
-            b.store(self.ptr(state[k]), slot(nxt, k))
+        one_buffer = inplace_state(inst.attrs["body"])       # DUS in place / passed through
+        other = [state[k] if k in one_buffer else buf for k, buf in enumerate(other)]
+        set_a, set_b = self.ptr_array(state), self.ptr_array(other)
         callee_temp = self.callee_temp()
         cond_fn = self.fns.fns[id(inst.attrs["condition"])]
         body_fn = self.fns.fns[id(inst.attrs["body"])]
         pred_arr = self.ptr_array([pred])
         head = b.append_basic_block(f"{inst.name}.cond")
-        body = b.append_basic_block(f"{inst.name}.body")
+        body_a = b.append_basic_block(f"{inst.name}.body.a")
+        body_b = b.append_basic_block(f"{inst.name}.body.b")
+        end_b = b.append_basic_block(f"{inst.name}.end.b")
         end = b.append_basic_block(f"{inst.name}.end")
+
+        def test(ptrs, yes, no):
+            b.call(cond_fn, [ptrs, pred_arr, callee_temp])
+            go = b.icmp_unsigned("!=", b.load(self.ptr(pred), typ=I8), ir.Constant(I8, 0))
+            b.cbranch(collective_calls.keep_looping(self, go), yes, no)
         b.branch(head)
         b.position_at_end(head)
-        b.call(cond_fn, [cur, pred_arr, callee_temp])
-        go = b.icmp_unsigned("!=", b.load(self.ptr(pred), typ=I8), ir.Constant(I8, 0))
-        go = collective_calls.keep_looping(self, go)
-        b.cbranch(go, body, end)
-        b.position_at_end(body)
-        b.call(body_fn, [cur, nxt, callee_temp])
-        for k in range(n):
-            x, y = b.load(slot(cur, k), typ=PTR), b.load(slot(nxt, k), typ=PTR)
-            b.store(y, slot(cur, k))
-            b.store(x, slot(nxt, k))
+        test(set_a, body_a, end)
+        b.position_at_end(body_a)
+        b.call(body_fn, [set_a, set_b, callee_temp])
+        test(set_b, body_b, end_b)
+        b.position_at_end(body_b)
+        b.call(body_fn, [set_b, set_a, callee_temp])
         b.branch(head)
+        b.position_at_end(end_b)
+        for k, (dst, src) in enumerate(zip(state, other)):
+            if k not in one_buffer:
+                self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+        b.branch(end)
         b.position_at_end(end)
-        for k, buf in enumerate(state):
-            if not buf.size:
-                continue
-            final = b.load(slot(cur, k), typ=PTR)
-            with b.if_then(b.icmp_unsigned("!=", final, self.ptr(buf))):
-                self.memcpy(self.ptr(buf), final, buf.size)
 
     def conditional(self, inst) -> None:
         b = self.b

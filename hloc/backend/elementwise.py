@@ -14,7 +14,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import cplx
+from . import cplx, xla_math
 from .registry import emits, emits_semantic
 from .types import F32, F64, I1, Cplx, compute_type, const, round_narrow
 
@@ -219,7 +219,14 @@ def _intr(name, n=1):
 
 
 _libm_exp = _libm_f("exp")
-_tanh = _libm_f("tanh")
+_libm_tanh = _libm_f("tanh")
+
+def _tanh(kb, dt, x):
+    """tanh: glibc's (f64, rounded once) in ieee numerics; in xla-cpu numerics XLA:CPU's
+    branch-free rational approximation (hloc.backend.xla_math), which LLVM vectorises."""
+    if not kb.options.xla or x.type not in (F32, F64):
+        return _libm_tanh(kb, dt, x)
+    return xla_math.tanh(kb, x)
 
 
 def _exp(kb, dt, x):
@@ -236,7 +243,7 @@ def _expm1(kb, dt, x):
     bb = kb.b
     half = bb.fmul(x, _c(0.5, x))
     e = _exp(kb, dt, x)
-    small = bb.fmul(_tanh(kb, dt, half), bb.fadd(e, _c(1.0, x)))
+    small = bb.fmul(_libm_tanh(kb, dt, half), bb.fadd(e, _c(1.0, x)))
     big = bb.fsub(e, _c(1.0, x))
     absx = _intr("fabs")(kb, dt, x)
     y = bb.select(bb.fcmp_ordered(">", absx, _c(0.5, x)), big, small)

@@ -6,8 +6,9 @@ dynamic-update-slice (DUS). Copied whole, that costs O(n) per step — O(n^2) a 
 * Kernels: a kernel whose root is a DUS of one of its operand buffers (a fusion
   parameter read by nothing but that DUS, or an unfused DUS) first compares its output
   pointer with that operand's: when they are the same buffer, only the update window is
-  written (the rest already holds the operand); otherwise the usual full loop runs. The
-  check is at run time, so the kernel is right whatever the buffers turn out to be.
+  written (the rest already holds the operand); otherwise the operand is copied as bytes
+  (a memcpy) and the window written. The check is at run time, so the kernel is right
+  whatever the buffers turn out to be, and small enough to inline into a loop body.
 * While loops: a state element `k` whose body output is such a DUS of the body's own
   state element `k` (read by nothing else in the body) keeps one buffer for both halves
   of the double-buffered state (hloc.backend.computation), so the DUS runs in place;
@@ -28,7 +29,9 @@ def dus_base(inst) -> int | None:
     if inst.shape.is_tuple:
         return None
     if inst.opcode == DUS:
-        return 0 if len(inst.operands) == 2 + inst.operands[0].shape.rank else None
+        if len(inst.operands) != 2 + inst.operands[0].shape.rank:
+            return None
+        return 0 if minor_to_major(inst.shape) == minor_to_major(inst.operands[0].shape) else None
     if inst.opcode != "fusion":
         return None
     root = inst.attrs["calls"].root
@@ -65,6 +68,19 @@ def emit_window(kb, root, ops, out_ptr, out_shape, wg) -> None:
         store_elem(b, out_shape.dtype, kb.fenced(v), p)
         for cm in reversed(stack):
             cm.__exit__(None, None, None)
+
+
+def copy_operand(kb, dst, src, shape, wg) -> None:
+    """dst <- src, all of `shape`'s bytes (work group 0 only): a DUS kernel's operand
+    when its output is another buffer, before emit_window writes the update."""
+    from .types import I1, I64, PTR, VOID, itemsize
+    b = kb.b
+    n = shape.size * itemsize(shape.dtype)
+    if n == 0:
+        return
+    f = kb.mcx.intrinsic("llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
+    with b.if_then(b.icmp_unsigned("==", wg, i64(0))):
+        b.call(f, [dst, src, i64(n), ir.Constant(I1, 0)])
 
 
 def same_buffer(b: ir.IRBuilder, p, q) -> ir.Value:

@@ -13,8 +13,8 @@ from llvmlite import ir
 
 from ..interp.core import unsupported
 from .context import KernelBuilder, ptr_arg
-from .inplace import dus_base, emit_window, same_buffer
-from .parallel import kernel_work
+from .inplace import copy_operand, dus_base, emit_window, same_buffer
+from .parallel import touched_bytes
 from .loops import Index, for_range, i64, minor_to_major
 from .registry import ELEMENTAL, KERNEL
 from .registry import emitter as emitter_of
@@ -22,7 +22,8 @@ from .structural import reader
 from .types import I64, PTR, VOID, storage_type, store_elem
 
 KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
-# Kernels moving fewer bytes than this may be inlined into their computation's function:
+# Kernels touching fewer bytes than this (parallel.touched_bytes) are inlined into their
+# computation's function:
 # a scan body of scalar ops then becomes straight-line code instead of ~100 calls. Their
 # float results pass llvm.arithmetic.fence, so the bits are those of a call.
 INLINE_WORK = 4096
@@ -75,9 +76,10 @@ def emit_kernel(mcx, inst) -> ir.Function:
     """The kernel computing `inst` (a fusion or an op with a generator or kernel emitter)."""
     fn = ir.Function(mcx.module, KERNEL_TYPE, name=mcx.unique(inst.name))
     fn.args[0].name, fn.args[1].name, fn.args[2].name = "args", "wg", "nwg"
-    inlinable = kernel_work(inst) < INLINE_WORK
-    if not inlinable:
-        fn.attributes.add("noinline")
+    inlinable = touched_bytes(inst) < INLINE_WORK
+    fn.attributes.add("alwaysinline" if inlinable else "noinline")
+    if inlinable:       # nothing else calls it: gone once inlined (no code emitted for it)
+        fn.linkage = "internal"
     fn.attributes.add("nounwind")
     kb = KernelBuilder(mcx, fn)
     # An inlined kernel's results still round where they are stored, as XLA's fusion
@@ -132,9 +134,11 @@ def emit_kernel(mcx, inst) -> ir.Function:
             with inplace:
                 kb.cache.clear()
                 emit_window(kb, root, ops, outs[0], out_shapes[0], wg)
-            with copy:
+            with copy:          # the operand copied as bytes, then the window
                 kb.cache.clear()
-                _loop(kb, gen_of(root), [(outs[0], out_shapes[0], None)], wg, nwg)
+                copy_operand(kb, outs[0], ptrs[base], out_shapes[0], wg)
+                kb.cache.clear()
+                emit_window(kb, root, ops, outs[0], out_shapes[0], wg)
         b.ret_void()
         return fn
     if root.opcode == "tuple" and inst.opcode == "fusion":

@@ -60,12 +60,36 @@ def kernel_work(inst) -> int:
     return _bytes(inst.shape) + sum(_bytes(o.shape) for o in inst.operands) + _inner_work(inst)
 
 
+def touched_bytes(inst) -> int:
+    """Bytes `inst`'s kernel reads and writes when it runs: like kernel_work, but a fusion
+    parameter read only through (dynamic-)slices counts as the slices it reads, and a
+    dynamic-update-slice of its own operand buffer (hloc.backend.inplace) as its update
+    (a scan body's one-element reads and writes of its loop-carried arrays)."""
+    from .inplace import dus_base
+    out = _bytes(inst.shape)
+    ins = [_bytes(o.shape) for o in inst.operands]
+    if inst.opcode == "fusion":
+        comp = inst.attrs["calls"]
+        for p in comp.parameters:
+            users = p.users
+            if users and all(u.opcode in ("dynamic-slice", "slice") and u.operands[0] is p
+                             for u in users):
+                ins[p.parameter_number] = sum(_bytes(u.shape) for u in users)
+        root = comp.root
+    else:
+        root = inst
+    base = dus_base(inst)
+    if base is not None:
+        out = ins[base] = _bytes(root.operands[1].shape)
+    return out + sum(ins) + _inner_work(inst)
+
+
 def work_groups(inst) -> int:
     """How many work groups a data-parallel kernel for `inst` is cut into (>= 1)."""
     leaves = [s for s in inst.shape.leaves() if s.dtype.is_array and s.rank]
     if not leaves:
         return 1
-    work = kernel_work(inst)
+    work = touched_bytes(inst)
     if work < MIN_WORK:
         return 1
     n0 = min(s.dims[minor_to_major(s)[-1]] for s in leaves)

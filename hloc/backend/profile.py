@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from . import runtime
-from .types import I32, I64, PTR, itemsize
+from .types import I32, I64, PTR
 
 GLOBAL = "hloc_profile"
 CLOCK_MONOTONIC = 1
@@ -30,21 +30,17 @@ class Site:
     name: str           # the HLO instruction
     opcode: str         # "fusion(kind)", an opcode, or "blas" / "copy"
     computation: str
-    bytes: int          # bytes its operands and results occupy: an upper bound of what it
-                        # moves (a kernel reading a dynamic slice of an operand reads less)
+    bytes: int          # bytes it reads and writes (parallel.touched_bytes: a dynamic
+                        # slice of an operand as the slice, an in-place DUS as its update)
     flops: int          # 2 x multiply-adds of dots and convolutions inside, else 0
 
 
-def _bytes(shape) -> int:
-    return sum(s.size * itemsize(s.dtype) for s in shape.leaves() if s.dtype.is_array)
-
-
 def site_of(inst, computation: str, kind: str | None = None) -> Site:
-    from .parallel import _inner_work
+    from .parallel import _inner_work, touched_bytes
     op = inst.opcode
     if op == "fusion":
         op = f"fusion:{inst.attrs.get('kind', 'kLoop')}"
-    moved = _bytes(inst.shape) + sum(_bytes(o.shape) for o in inst.operands)
+    moved = touched_bytes(inst) - _inner_work(inst)
     flops = 0
     if inst.opcode in ("fusion", "dot", "convolution"):
         flops = _inner_work(inst) // 2         # _inner_work counts 4 per multiply-add
