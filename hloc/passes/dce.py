@@ -94,6 +94,9 @@ def remove_dead_instructions(comp: Computation, memo: dict | None = None) -> boo
     """RemoveDeadRoots for one computation; returns whether anything was removed."""
     memo = {} if memo is None else memo
     editor = Removal(comp)
+    # Nothing removable now: nothing becomes removable, so skip the post order.
+    if not any(_can_remove_root(i, editor, memo) for i in comp.instructions if not i.users):
+        return False
     for inst in reversed(post_order(comp)):
         if editor.alive(inst) and _can_remove_root(inst, editor, memo):
             editor.remove_with_unused_operands(inst, memo)
