@@ -31,8 +31,10 @@ class Instruction:
         self.loc = loc
         self.literal = None            # constant: hloc.ir.literal.Literal
         self.parameter_number = -1     # parameter: its index
-        self.control_predecessors: list[Instruction] = []
-        self.control_successors: list[Instruction] = []
+        # Lists once there is an edge; the shared empty tuple until then (memory: most
+        # instructions never have one).
+        self.control_predecessors: list[Instruction] | tuple = ()
+        self.control_successors: list[Instruction] | tuple = ()
         self.is_root_marked = False
         ops = self.operands
         if len(ops) == 1:
@@ -116,8 +118,8 @@ class Instruction:
     def add_control_dependency_to(self, succ: "Instruction") -> None:
         """`succ` runs after self."""
         if succ not in self.control_successors:
-            self.control_successors.append(succ)
-            succ.control_predecessors.append(self)
+            _edges(self, "control_successors").append(succ)
+            _edges(succ, "control_predecessors").append(self)
 
     def remove_control_dependency_to(self, succ: "Instruction") -> None:
         self.control_successors = [s for s in self.control_successors if s is not succ]
@@ -129,8 +131,8 @@ class Instruction:
                                          if p is not self]
         for pred in self.control_predecessors:
             pred.control_successors = [s for s in pred.control_successors if s is not self]
-        self.control_successors = []
-        self.control_predecessors = []
+        self.control_successors = ()
+        self.control_predecessors = ()
 
     def safely_drop_all_control_deps(self) -> None:
         """SafelyDropAllControlDependencies: each control predecessor becomes one of each
@@ -157,19 +159,28 @@ class Instruction:
             succs = pred.control_successors
             succs[succs.index(self)] = new
             if new not in new.control_predecessors:
-                new.control_predecessors.append(pred)
+                _edges(new, "control_predecessors").append(pred)
         for succ in self.control_successors:
             preds = succ.control_predecessors
             preds[preds.index(self)] = new
-            new.control_successors.append(succ)
-        self.control_predecessors = []
-        self.control_successors = []
+            _edges(new, "control_successors").append(succ)
+        self.control_predecessors = ()
+        self.control_successors = ()
 
     def has_control_dependencies(self) -> bool:
         return bool(self.control_predecessors) or bool(self.control_successors)
 
     def __repr__(self) -> str:
         return f"<{self.opcode} %{self.name}: {self.shape}>"
+
+
+def _edges(inst: Instruction, slot: str) -> list:
+    """inst's control edge list `slot`, made a list if it is the empty tuple."""
+    edges = getattr(inst, slot)
+    if type(edges) is tuple:
+        edges = []
+        setattr(inst, slot, edges)
+    return edges
 
 
 class Computation:

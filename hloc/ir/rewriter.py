@@ -16,12 +16,17 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
 class NameUniquer:
-    """XLA's NameUniquer with separator '.': `add`, `add.1`, `add.2` (module-wide)."""
+    """XLA's NameUniquer with separator '.': `add`, `add.1`, `add.2` (module-wide).
+
+    A name made by the counter (`root.N`, N below the root's next number) is known to
+    be used without being stored: fusion renames its parameters millions of times on
+    large modules, and a set of every name ever handed out would hold them all."""
 
     def __init__(self, module: Module | None = None):
-        self._used: set[str] = set()
+        self._used: set[str] = set()       # used names the counters do not account for
         self._next: dict[str, int] = {}
-        self._clean: dict[str, tuple[str, str]] = {}   # asked name -> (safe name, root)
+        # asked name -> (safe name, root, its number when canonical `root.N`, else 0)
+        self._clean: dict[str, tuple[str, str, int]] = {}
         if module is not None:
             for comp in module.computations:
                 self._used.add(comp.name)
@@ -38,10 +43,17 @@ class NameUniquer:
             if name[0].isdigit():
                 name = "_" + name
             m = _SUFFIX.match(name)
-            known = self._clean[asked] = (name, m.group(1) if m else name)
-        name, root = known
+            if m:
+                digits = m.group(2)
+                known = (name, m.group(1), int(digits) if digits[0] != "0" else 0)
+            else:
+                known = (name, name, 0)
+            if len(self._clean) > 4096:     # most names are asked once: keep it small
+                self._clean.clear()
+            self._clean[asked] = known
+        name, root, number = known
         used = self._used
-        if name not in used:
+        if name not in used and not 0 < number < self._next.get(root, 1):
             used.add(name)
             return name
         n = self._next.get(root, 1)
@@ -50,7 +62,6 @@ class NameUniquer:
             n += 1
             out = f"{root}.{n}"
         self._next[root] = n + 1
-        used.add(out)
         return out
 
     def reserve(self, name: str) -> None:

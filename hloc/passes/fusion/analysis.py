@@ -162,7 +162,8 @@ class Reachability:
         self.bits: dict[int, int] = {}
         for n, inst in enumerate(post_order):
             b = 1 << n
-            for o in inst.operands + inst.control_predecessors:
+            for o in (inst.operands + inst.control_predecessors
+                      if inst.control_predecessors else inst.operands):
                 b |= self.bits.get(id(o), 0)
             self.bits[id(inst)] = b
 
