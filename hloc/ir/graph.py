@@ -63,7 +63,11 @@ def post_order_from(starts, comp: Computation | None = None, deps=xla_deps,
             for d in it:
                 if d not in done and (comp is None or d.parent is comp):
                     done.add(d)
-                    stack.append((d, iter(deps(d))))
+                    ds = deps(d)
+                    if not ds:          # a leaf (parameter, constant): no stack entry
+                        out.append(d)
+                        continue
+                    stack.append((d, iter(ds)))
                     break
             else:
                 stack.pop()

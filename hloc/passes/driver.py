@@ -12,6 +12,8 @@ parser does so; passes skip or treat them specially).
 """
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..ir.module import Module
@@ -38,6 +40,23 @@ def already_optimized(module: Module) -> str | None:
     return None
 
 
+# Passes allocate millions of small objects while the module (all of it long-lived)
+# stays; with CPython's default young-generation threshold (700) the collector runs so
+# often that it took ~18 % of opt on the transformer dumps. Collections still happen,
+# just 70x less often; peak memory measured the same.
+GC_THRESHOLD0 = 50_000
+
+
+@contextmanager
+def _fewer_collections():
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], GC_THRESHOLD0), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def optimize(module: Module, pipeline: Pass | None, *, verify_each: bool = True,
              check_no_change: bool = False, disabled=(), dumper=None,
              force: bool = False, progress=None,
@@ -61,7 +80,8 @@ def optimize(module: Module, pipeline: Pass | None, *, verify_each: bool = True,
                           disabled=frozenset(disabled), dumper=dumper, progress=progress,
                           count_instructions=count_instructions)
         before = snapshot(module)
-        result.changed = ctx.run_pass(pipeline, module)
+        with _fewer_collections():
+            result.changed = ctx.run_pass(pipeline, module)
         result.timings = ctx.timings
         result.verify_cpu_seconds = ctx.verify_cpu_seconds
         for comp in touched(module, before):

@@ -22,6 +22,9 @@ from ...ops import CALL_EMBEDDED, REGISTRY, call_context
 # ---------------------------------------------------------------------------
 # Building fusion instructions (HloFusionInstruction / HloCallableInstruction)
 
+_PARAM_NAMES = [f"param_{n}" for n in range(1024)]
+
+
 def _new_parameter(comp: Computation, number: int, shape) -> Instruction:
     param = Instruction(uniquer(comp.parent).unique(f"param_{number}"),
                         REGISTRY["parameter"], shape)
@@ -83,11 +86,14 @@ def fuse_producer(fusion: Instruction, producer: Instruction) -> Instruction:
     clone = _clone(producer, comp)
     k = fusion.operands.index(producer)
     comp.parameters[k].replace_all_uses_with(clone)
-    comp.remove_parameter(k)
+    comp.remove_parameter(k, renumber=False)
     fusion.remove_operand(k)
-    names = uniquer(comp.parent)
-    for param in comp.parameters[k:]:   # XLA re-creates the shifted parameters
-        param.name = names.unique(f"param_{param.parameter_number}")
+    unique = uniquer(comp.parent).unique
+    params = comp.parameters
+    for n in range(k, len(params)):     # XLA re-creates the shifted parameters
+        param = params[n]
+        param.parameter_number = n
+        param.name = unique(_PARAM_NAMES[n] if n < len(_PARAM_NAMES) else f"param_{n}")
     for operand in producer.operands:
         clone.append_operand(_operand_parameter(fusion, operand))
     return clone
