@@ -79,12 +79,16 @@ def replace_with_fusion(consumer: Instruction, fusion: Instruction) -> None:
     replace_instruction(consumer, fusion)
 
 
-def fuse_producer(fusion: Instruction, producer: Instruction) -> Instruction:
+def fuse_producer(fusion: Instruction, producer: Instruction,
+                  slot: int | None = None) -> Instruction:
     """Clone `producer` into `fusion`'s computation in place of its parameter
-    (HloCallableInstruction::CloneAndAppendInstructionIntoCalledComputation)."""
+    (HloCallableInstruction::CloneAndAppendInstructionIntoCalledComputation); `slot`,
+    when the caller knows it, is producer's operand number (wide fusions: no scan)."""
     comp = fusion.attrs["calls"]
     clone = _clone(producer, comp)
-    k = fusion.operands.index(producer)
+    ops = fusion.operands
+    k = slot if slot is not None and slot < len(ops) and ops[slot] is producer else \
+        ops.index(producer)
     comp.parameters[k].replace_all_uses_with(clone)
     comp.remove_parameter(k, renumber=False)
     fusion.remove_operand(k)

@@ -96,7 +96,7 @@ class InstructionFusion(Pass):
                     order.note(comp)
                     changed = True
                 n_operands = len(inst.operands)
-                fusion = self._fuse(producer, inst, order, rules)
+                fusion = self._fuse(producer, inst, order, rules, i)
                 keep_alive.append(inst)
                 index[id(fusion)] = len(queue)
                 queue.append(fusion)
@@ -117,7 +117,7 @@ class InstructionFusion(Pass):
         return changed
 
     def _fuse(self, producer: Instruction, consumer: Instruction, order: StorageOrder,
-              rules: CpuFusionRules) -> Instruction:
+              rules: CpuFusionRules, slot: int) -> Instruction:
         kind = "kOutput" if can_be_output_fused(producer, consumer) else "kLoop"
         if consumer.opcode == "fusion":
             fusion = consumer
@@ -131,7 +131,9 @@ class InstructionFusion(Pass):
         rules.fused_reduce(fusion, producer)
         evaluation = rules.evaluation(fusion)
         users = evaluation.remove_operand(producer)
-        evaluation.fused(fuse_producer(fusion, producer), users)
+        # A fusion consumer keeps its operand numbers; a new one has unique operands
+        # (so slot numbers may shift): fuse_producer checks the slot before using it.
+        evaluation.fused(fuse_producer(fusion, producer, slot), users)
         order.fused_changed(fusion.attrs["calls"])
         return fusion
 
