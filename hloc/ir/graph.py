@@ -182,8 +182,7 @@ def remove_unreachable_computations(module: Module) -> bool:
         return False
     seen = reachable_computations(module)
     dead = [c for c in module.computations if c not in seen]
-    for comp in dead:
-        module.remove_computation(comp)
+    module.remove_computations(dead)
     return bool(dead)
 
 

@@ -363,9 +363,20 @@ class Module:
         return comp
 
     def remove_computation(self, comp: Computation) -> None:
-        self.computations.remove(comp)
-        if self._by_name.get(comp.name) is comp:
-            del self._by_name[comp.name]
+        self.remove_computations([comp])
+
+    def remove_computations(self, comps) -> None:
+        """Remove computations (of this module), the list rewritten once."""
+        gone = set(comps)
+        if not gone:
+            return
+        kept = [c for c in self.computations if c not in gone]
+        if len(kept) + len(gone) != len(self.computations):
+            raise ValueError("removing a computation that is not in the module")
+        self.computations[:] = kept
+        for comp in gone:
+            if self._by_name.get(comp.name) is comp:
+                del self._by_name[comp.name]
 
     def set_computation_order(self, order: list[Computation]) -> None:
         """Reorder the computations (a permutation of them), e.g. into post order."""

@@ -49,8 +49,7 @@ def run_dce(module: Module) -> bool:
                     reachable.add(callee)
                     agenda.append(callee)
     dead = [c for c in module.computations if c not in reachable]
-    for comp in dead:
-        module.remove_computation(comp)
+    module.remove_computations(dead)
     return changed or bool(dead)
 
 
