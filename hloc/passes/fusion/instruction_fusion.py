@@ -25,10 +25,10 @@ from ...ir.module import Computation, Instruction, Module
 from .. import register
 from ..base import Pass, PassContext
 from ...ir.graph import post_order
-from .analysis import Reachability
+from .analysis import Reachability, elements, unique_operands
 from .build import (StorageOrder, create_fusion, fuse_producer, fusible_computations,
                            replace_with_fusion)
-from .decisions import CpuFusionRules, can_be_output_fused
+from .decisions import CpuFusionRules, can_be_output_fused, effectively_at_most_unary
 
 
 # ---------------------------------------------------------------------------
@@ -53,7 +53,12 @@ class InstructionFusion(Pass):
         skip = {id(i) for i in comp.instructions if i.opcode == "fusion"}
         rules = CpuFusionRules(skip)
         post = post_order(comp)
-        do_not_duplicate = rules.globally_unfusible(post, Reachability(post))
+        # The do-not-duplicate analysis asks reachability from the producers it
+        # examines (not effectively unary, operands larger than the result): bits for
+        # them only (any other query walks the graph, so this choice is only a cost).
+        sources = [p for p in post if not effectively_at_most_unary(p) and
+                   sum(elements(o.shape) for o in unique_operands(p)) > elements(p.shape)]
+        do_not_duplicate = rules.globally_unfusible(post, Reachability(post, sources))
         queue: list = list(post)
         index = {id(inst): n for n, inst in enumerate(queue)}
         tries: dict[int, list] = {}    # a fusion's operands still worth trying (sorted)
