@@ -16,7 +16,10 @@ each step and of each pass, the printed output's line count and its peak RSS; an
 seconds, opt/(parse+verify), peak RSS of opt and of check and their ratio; then the growth
 exponents of the opt time between family members, log(t2/t1)/log(n2/n1) with n the input
 lines, next to that of the output size (opt's work follows its output: the fusions it
-builds); then the five most expensive passes of each file (CPU seconds / runs).
+builds); then the five most expensive passes of each file (CPU seconds / runs), the time
+spent verifying after changing passes and in the driver; then every pass's CPU
+microseconds per instruction processed, per file (a pass whose figure grows along the
+family is super-linear in the module it works on, independent of the output's size).
 Goals (issue 13): exponent <= 1.15 (8->24, 24->96 layers), opt <= 10x parse+verify,
 peak RSS <= 3x check. CPU seconds make other load on the machine matter less, not zero.
 """
@@ -63,13 +66,15 @@ def worker(path: str, verify_each: bool) -> None:
     verify(module)
     ver = time.process_time() - c
     c = time.process_time()
-    result = optimize(module, default_pipeline(), verify_each=verify_each)
+    result = optimize(module, default_pipeline(), verify_each=verify_each,
+                      count_instructions=True)
     opt = time.process_time() - c
     out = module_to_text(module)
-    passes = sorted(((t.name, getattr(t, "cpu_seconds", t.seconds), t.runs) for t in result.timings.values()),
-                    key=lambda r: -r[1])
+    passes = sorted(((t.name, t.cpu_seconds, t.runs, t.instructions)
+                     for t in result.timings.values()), key=lambda r: -r[1])
     print(json.dumps(dict(lines=text.count("\n"), out_lines=out.count("\n"), parse=parse,
                           verify=ver, opt=opt, passes=passes,
+                          verify_each=result.verify_cpu_seconds,
                           rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
 
 
@@ -138,9 +143,32 @@ def main() -> int:
         print(f"growth {a['name']} -> {b['name']}: opt time exponent {exponent(a, b, 'opt'):.2f}, "
               f"output size exponent {exponent(a, b, 'out_lines'):.2f}")
     for r in results:
-        top = ", ".join(f"{n} {s:.2f}/{k}" for n, s, k in r["passes"][:args.top])
-        print(f"top passes {r['name']}: {top}")
+        top = ", ".join(f"{n} {s:.2f}/{k}" for n, s, k, _ in r["passes"][:args.top])
+        rest = r["opt"] - sum(p[1] for p in r["passes"]) - r["verify_each"]
+        print(f"top passes {r['name']}: {top}; verify after passes {r['verify_each']:.2f}, "
+              f"driver {rest:.2f}")
+    per_instruction(results)
     return 0
+
+
+def per_instruction(results: list) -> None:
+    """Each pass's CPU microseconds per instruction it processed (the larger of the
+    module's size before and after it, summed over its runs): a column that grows from
+    one family member to the next marks a pass that is super-linear in the module it
+    works on, whatever the output's size."""
+    names = []
+    for r in results:
+        for p in r["passes"]:
+            if p[0] not in names and p[1] >= 0.01:
+                names.append(p[0])
+    print("\nCPU us per instruction processed (pass s / sum over runs of module size):")
+    print(f"{'pass':<28}" + "".join(f" {r['name'][:14]:>14}" for r in results))
+    for name in names:
+        row = f"{name:<28}"
+        for r in results:
+            p = next((p for p in r["passes"] if p[0] == name), None)
+            row += f" {1e6 * p[1] / p[3]:>14.2f}" if p and p[3] else f" {'-':>14}"
+        print(row)
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ def _clean(module) -> None:
         stack.extend(inst.control_predecessors)
     dead = [i for i in entry.instructions if id(i) not in live and i.opcode != "parameter"]
     for inst in entry.instructions:
-        if id(inst) in live:
+        if id(inst) in live and inst.control_predecessors:
             inst.control_predecessors[:] = [p for p in inst.control_predecessors
                                             if id(p) in live]
     if dead:

@@ -63,7 +63,11 @@ def post_order_from(starts, comp: Computation | None = None, deps=xla_deps,
             for d in it:
                 if d not in done and (comp is None or d.parent is comp):
                     done.add(d)
-                    stack.append((d, iter(deps(d))))
+                    ds = deps(d)
+                    if not ds:          # a leaf (parameter, constant): no stack entry
+                        out.append(d)
+                        continue
+                    stack.append((d, iter(ds)))
                     break
             else:
                 stack.pop()
@@ -178,8 +182,7 @@ def remove_unreachable_computations(module: Module) -> bool:
         return False
     seen = reachable_computations(module)
     dead = [c for c in module.computations if c not in seen]
-    for comp in dead:
-        module.remove_computation(comp)
+    module.remove_computations(dead)
     return bool(dead)
 
 
@@ -196,10 +199,22 @@ def fusion_computations(module: Module) -> set:
 
 
 def snapshot(module: Module) -> dict:
-    """A cheap structural fingerprint per computation (instructions and their operands),
-    to tell which computations a pipeline touched."""
-    return {comp: tuple((i, tuple(i.operands)) for i in comp.instructions)
+    """A cheap structural fingerprint per computation (its instructions and each one's
+    operands), to tell which computations a pipeline touched (`touched`)."""
+    return {comp: (list(comp.instructions), [tuple(i.operands) for i in comp.instructions])
             for comp in module.computations}
+
+
+def touched(module: Module, before: dict) -> list:
+    """The computations of `module` that are new or differ from their `snapshot`
+    `before` (compared by identity, in C where it can be)."""
+    out = []
+    for comp in module.computations:
+        old = before.get(comp)
+        insts = comp.instructions
+        if old is None or old[0] != insts or [tuple(i.operands) for i in insts] != old[1]:
+            out.append(comp)
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -343,7 +358,7 @@ def dedupe_fusion_operands(fusion: Instruction) -> bool:
     operands passed more than once; later parameters are renumbered (and renamed
     `param_N` as XLA does)."""
     callee = fusion.attrs.get("calls")
-    if callee is None:
+    if callee is None or len(set(fusion.operands)) == len(fusion.operands):
         return False
     first: dict = {}
     drop = []
@@ -377,27 +392,50 @@ def graph_errors(module: Module) -> list[str]:
     symmetric; every instruction lives in its computation; the root is one of them."""
     errors = []
     for comp in module.computations:
-        members = set(comp.instructions)
+        insts = comp.instructions
+        members = set(insts)
         if comp.root is not None and comp.root not in members:
             errors.append(f"root %{comp.root.name} of {comp.name} is not in it")
-        for inst in comp.instructions:
-            where = f"%{inst.name} in {comp.name}"
+        wide: dict = {}                 # user -> set of its operands, for wide users
+        edges = entries = 0
+        for inst in insts:
             if inst.parent is not comp:
-                errors.append(f"{where}: parent is not its computation")
-            if len(set(inst.users)) != len(inst.users):
-                errors.append(f"{where}: a user is listed twice")
-            for u in inst.users:
-                if not any(o is inst for o in u.operands):
-                    errors.append(f"{where}: user %{u.name} does not use it")
-            for o in inst.operands:
-                if o not in members:
-                    errors.append(f"{where}: operand %{o.name} is not in {comp.name}")
-                elif inst not in o.users:
-                    errors.append(f"{where}: missing from the users of %{o.name}")
-            for p in inst.control_predecessors:
-                if p not in members or inst not in p.control_successors:
-                    errors.append(f"{where}: control predecessor %{p.name} is not linked")
-            for s in inst.control_successors:
-                if s not in members or inst not in s.control_predecessors:
-                    errors.append(f"{where}: control successor %{s.name} is not linked")
+                errors.append(f"%{inst.name} in {comp.name}: parent is not its computation")
+            users = inst.users
+            if users:
+                if len(set(users)) != len(users):
+                    errors.append(f"%{inst.name} in {comp.name}: a user is listed twice")
+                for u in users:
+                    ops = u.operands
+                    if len(ops) > 16:
+                        ops = wide.get(u)
+                        if ops is None:
+                            ops = wide[u] = set(u.operands)
+                    if inst not in ops:
+                        errors.append(f"%{inst.name} in {comp.name}: user %{u.name} does "
+                                      f"not use it")
+                entries += len(users)
+            ops = inst.operands
+            if ops:
+                for o in ops:
+                    if o not in members:
+                        errors.append(f"%{inst.name} in {comp.name}: operand %{o.name} is "
+                                      f"not in {comp.name}")
+                edges += len(set(ops)) if len(ops) > 1 else 1
+            if inst.control_predecessors or inst.control_successors:
+                where = f"%{inst.name} in {comp.name}"
+                for p in inst.control_predecessors:
+                    if p not in members or inst not in p.control_successors:
+                        errors.append(f"{where}: control predecessor %{p.name} is not linked")
+                for s in inst.control_successors:
+                    if s not in members or inst not in s.control_predecessors:
+                        errors.append(f"{where}: control successor %{s.name} is not linked")
+        # Every users entry names a distinct user that uses the instruction, so when
+        # the counts agree every (operand, user) edge is listed; else find the missing.
+        if edges != entries:
+            for inst in insts:
+                for o in dict.fromkeys(inst.operands):
+                    if o in members and inst not in o.users:
+                        errors.append(f"%{inst.name} in {comp.name}: missing from the "
+                                      f"users of %{o.name}")
     return errors

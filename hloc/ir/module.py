@@ -15,13 +15,14 @@ from .shape import Shape, TupleShape
 
 
 class Instruction:
-    __slots__ = ("name", "opdef", "shape", "operands", "attrs", "users", "parent", "loc",
-                 "literal", "parameter_number", "control_predecessors", "control_successors",
-                 "is_root_marked")
+    __slots__ = ("name", "opdef", "opcode", "shape", "operands", "attrs", "users", "parent",
+                 "loc", "literal", "parameter_number", "control_predecessors",
+                 "control_successors", "is_root_marked")
 
     def __init__(self, name: str, opdef, shape: Shape, operands=(), attrs=None, loc=None):
         self.name = name
-        self.opdef = opdef
+        self.opdef = opdef              # fixed for the instruction's life, as XLA's opcode
+        self.opcode: str = opdef.name   # (read millions of times by the passes)
         self.shape = shape
         self.operands: list[Instruction] = list(operands)
         self.attrs: dict[str, Any] = attrs if attrs is not None else {}
@@ -30,8 +31,10 @@ class Instruction:
         self.loc = loc
         self.literal = None            # constant: hloc.ir.literal.Literal
         self.parameter_number = -1     # parameter: its index
-        self.control_predecessors: list[Instruction] = []
-        self.control_successors: list[Instruction] = []
+        # Lists once there is an edge; the shared empty tuple until then (memory: most
+        # instructions never have one).
+        self.control_predecessors: list[Instruction] | tuple = ()
+        self.control_successors: list[Instruction] | tuple = ()
         self.is_root_marked = False
         ops = self.operands
         if len(ops) == 1:
@@ -39,10 +42,6 @@ class Instruction:
         elif ops:
             for op in dict.fromkeys(ops):   # a user is listed once, however often it uses op
                 op.users.append(self)
-
-    @property
-    def opcode(self) -> str:
-        return self.opdef.name
 
     def operand(self, i: int) -> "Instruction":
         return self.operands[i]
@@ -92,8 +91,14 @@ class Instruction:
                 kept.append(user)
                 continue
             ops = user.operands
-            for i, op in enumerate(ops):
-                if op is self:
+            if len(ops) < 8:
+                for i, op in enumerate(ops):
+                    if op is self:
+                        ops[i] = new
+            else:                   # a wide fusion: find the slots in C, not in Python
+                i = 0
+                for _ in range(ops.count(self)):
+                    i = ops.index(self, i)
                     ops[i] = new
             if user not in new.users:
                 new.users.append(user)
@@ -113,8 +118,8 @@ class Instruction:
     def add_control_dependency_to(self, succ: "Instruction") -> None:
         """`succ` runs after self."""
         if succ not in self.control_successors:
-            self.control_successors.append(succ)
-            succ.control_predecessors.append(self)
+            _edges(self, "control_successors").append(succ)
+            _edges(succ, "control_predecessors").append(self)
 
     def remove_control_dependency_to(self, succ: "Instruction") -> None:
         self.control_successors = [s for s in self.control_successors if s is not succ]
@@ -126,8 +131,8 @@ class Instruction:
                                          if p is not self]
         for pred in self.control_predecessors:
             pred.control_successors = [s for s in pred.control_successors if s is not self]
-        self.control_successors = []
-        self.control_predecessors = []
+        self.control_successors = ()
+        self.control_predecessors = ()
 
     def safely_drop_all_control_deps(self) -> None:
         """SafelyDropAllControlDependencies: each control predecessor becomes one of each
@@ -154,13 +159,13 @@ class Instruction:
             succs = pred.control_successors
             succs[succs.index(self)] = new
             if new not in new.control_predecessors:
-                new.control_predecessors.append(pred)
+                _edges(new, "control_predecessors").append(pred)
         for succ in self.control_successors:
             preds = succ.control_predecessors
             preds[preds.index(self)] = new
-            new.control_successors.append(succ)
-        self.control_predecessors = []
-        self.control_successors = []
+            _edges(new, "control_successors").append(succ)
+        self.control_predecessors = ()
+        self.control_successors = ()
 
     def has_control_dependencies(self) -> bool:
         return bool(self.control_predecessors) or bool(self.control_successors)
@@ -169,11 +174,28 @@ class Instruction:
         return f"<{self.opcode} %{self.name}: {self.shape}>"
 
 
+def _edges(inst: Instruction, slot: str) -> list:
+    """inst's control edge list `slot`, made a list if it is the empty tuple."""
+    edges = getattr(inst, slot)
+    if type(edges) is tuple:
+        edges = []
+        setattr(inst, slot, edges)
+    return edges
+
+
 class Computation:
+    """Instructions in storage order. Edits are O(1): removals are marked and inserts
+    before or after an instruction are queued, and the stored list is settled (in one
+    pass) the next time `instructions` is read, so a pass that removes or inserts
+    thousands of instructions between reads does not rewrite the list each time."""
+
     def __init__(self, name: str, loc=None):
         self.name = name
         self.loc = loc
-        self.instructions: list[Instruction] = []
+        self._insts: list[Instruction] = []
+        self._gone: set = set()            # removed, still in _insts until settled
+        self._before: dict = {}            # anchor -> instructions inserted before it
+        self._after: dict = {}             # anchor -> instructions inserted after it
         self.parameters: list[Instruction] = []
         self.root: Instruction | None = None
         self.is_entry = False
@@ -182,12 +204,65 @@ class Computation:
         self.is_fusion_computation = False
         self.is_async_sugar = False        # wrapper made for `op-start` syntax sugar
 
-    def add_instruction(self, inst: Instruction, before: Instruction | None = None) -> Instruction:
-        inst.parent = self
-        if before is None:
-            self.instructions.append(inst)
+    @property
+    def instructions(self) -> list[Instruction]:
+        if self._gone or self._before or self._after:
+            self._settle()
+        return self._insts
+
+    @instructions.setter
+    def instructions(self, order: list[Instruction]) -> None:
+        self._insts = list(order)
+        self._gone = set()
+        self._before = {}
+        self._after = {}
+
+    def _settle(self) -> None:
+        """Apply the queued removals and inserts to the stored list. An insert before
+        (after) X lands where list.insert at X's position (X's position + 1) would
+        have put it at the time of the call."""
+        gone, before, after = self._gone, self._before, self._after
+        if not before and not after:
+            self._insts = [i for i in self._insts if i not in gone]
         else:
-            self.instructions.insert(self.instructions.index(before), inst)
+            out = []
+            for top in self._insts:
+                if top not in before and top not in after:
+                    if top not in gone:
+                        out.append(top)
+                    continue
+                stack = [(False, top)]      # (emit, inst); not emit: expand it
+                while stack:
+                    emit, x = stack.pop()
+                    if emit:
+                        if x not in gone:
+                            out.append(x)
+                        continue
+                    for a in after.get(x, ()):
+                        stack.append((False, a))
+                    stack.append((True, x))
+                    for b in reversed(before.get(x, ())):
+                        stack.append((False, b))
+            self._insts = out
+        self._gone = set()
+        self._before = {}
+        self._after = {}
+
+    def add_instruction(self, inst: Instruction, before: Instruction | None = None,
+                        after: Instruction | None = None) -> Instruction:
+        """Add `inst` at the end, or just before `before`, or just after `after`."""
+        if inst in self._gone:              # re-added before its removal was settled
+            self._settle()
+        anchor = before if before is not None else after
+        if anchor is not None and (anchor.parent is not self or anchor in self._gone):
+            raise ValueError(f"%{anchor.name} is not an instruction of {self.name}")
+        inst.parent = self
+        if anchor is None:
+            self._insts.append(inst)
+        elif before is not None:
+            self._before.setdefault(before, []).append(inst)
+        else:
+            self._after.setdefault(after, []).append(inst)
         if inst.opcode == "parameter":
             n = inst.parameter_number
             while len(self.parameters) <= n:
@@ -204,31 +279,37 @@ class Computation:
     def remove_instruction(self, inst: Instruction) -> None:
         if inst.users:
             raise ValueError(f"cannot remove {inst.name}: it still has users")
+        if inst.parent is not self or inst in self._gone:
+            raise ValueError(f"{inst.name} is not an instruction of {self.name}")
         for op in inst.operands:
             if inst in op.users:
                 op.users.remove(inst)
         if inst.control_predecessors or inst.control_successors:
             inst.drop_all_control_deps()
-        self.instructions.remove(inst)
+        self._gone.add(inst)
         inst.parent = None
 
     def remove_instructions(self, insts) -> None:
-        """Remove a set of non-parameter instructions used only by each other, in one
-        pass over the instruction list (DCE removes thousands at a time)."""
+        """Remove a set of non-parameter instructions used only by each other, each
+        surviving operand's users list filtered once (DCE removes thousands at a time)."""
         gone = set(insts)
         for inst in gone:
             if inst.parent is not self or inst.opcode == "parameter" or \
-                    any(u not in gone for u in inst.users):
+                    inst in self._gone or any(u not in gone for u in inst.users):
                 raise ValueError(f"cannot remove {inst.name} from {self.name}")
+        kept: dict = {}
         for inst in gone:
             for op in inst.operands:
-                if op not in gone and inst in op.users:
-                    op.users[:] = [u for u in op.users if u is not inst]
+                if op not in gone:
+                    kept[op] = None
+        for op in kept:
+            op.users[:] = [u for u in op.users if u not in gone]
+        for inst in gone:
             inst.users = []
             if inst.control_predecessors or inst.control_successors:
                 inst.drop_all_control_deps()
             inst.parent = None
-        self.instructions[:] = [i for i in self.instructions if i not in gone]
+        self._gone |= gone
 
     def remove_parameter(self, number: int, renumber: bool = True) -> None:
         """Remove unused parameter `number`; later parameters move down one slot (and,
@@ -282,9 +363,20 @@ class Module:
         return comp
 
     def remove_computation(self, comp: Computation) -> None:
-        self.computations.remove(comp)
-        if self._by_name.get(comp.name) is comp:
-            del self._by_name[comp.name]
+        self.remove_computations([comp])
+
+    def remove_computations(self, comps) -> None:
+        """Remove computations (of this module), the list rewritten once."""
+        gone = set(comps)
+        if not gone:
+            return
+        kept = [c for c in self.computations if c not in gone]
+        if len(kept) + len(gone) != len(self.computations):
+            raise ValueError("removing a computation that is not in the module")
+        self.computations[:] = kept
+        for comp in gone:
+            if self._by_name.get(comp.name) is comp:
+                del self._by_name[comp.name]
 
     def set_computation_order(self, order: list[Computation]) -> None:
         """Reorder the computations (a permutation of them), e.g. into post order."""

@@ -16,11 +16,17 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
 class NameUniquer:
-    """XLA's NameUniquer with separator '.': `add`, `add.1`, `add.2` (module-wide)."""
+    """XLA's NameUniquer with separator '.': `add`, `add.1`, `add.2` (module-wide).
+
+    A name made by the counter (`root.N`, N below the root's next number) is known to
+    be used without being stored: fusion renames its parameters millions of times on
+    large modules, and a set of every name ever handed out would hold them all."""
 
     def __init__(self, module: Module | None = None):
-        self._used: set[str] = set()
+        self._used: set[str] = set()       # used names the counters do not account for
         self._next: dict[str, int] = {}
+        # asked name -> (safe name, root, its number when canonical `root.N`, else 0)
+        self._clean: dict[str, tuple[str, str, int]] = {}
         if module is not None:
             for comp in module.computations:
                 self._used.add(comp.name)
@@ -28,22 +34,34 @@ class NameUniquer:
                     self._used.add(inst.name)
 
     def unique(self, name: str) -> str:
-        if _UNSAFE.search(name):
-            name = _UNSAFE.sub("_", name)
-        name = name or "_"
-        if name[0].isdigit():
-            name = "_" + name
-        if name not in self._used:
-            self._used.add(name)
+        known = self._clean.get(name)
+        if known is None:
+            asked = name
+            if _UNSAFE.search(name):
+                name = _UNSAFE.sub("_", name)
+            name = name or "_"
+            if name[0].isdigit():
+                name = "_" + name
+            m = _SUFFIX.match(name)
+            if m:
+                digits = m.group(2)
+                known = (name, m.group(1), int(digits) if digits[0] != "0" else 0)
+            else:
+                known = (name, name, 0)
+            if len(self._clean) > 4096:     # most names are asked once: keep it small
+                self._clean.clear()
+            self._clean[asked] = known
+        name, root, number = known
+        used = self._used
+        if name not in used and not 0 < number < self._next.get(root, 1):
+            used.add(name)
             return name
-        m = _SUFFIX.match(name)
-        root = m.group(1) if m else name
         n = self._next.get(root, 1)
-        while f"{root}.{n}" in self._used:
-            n += 1
-        self._next[root] = n + 1
         out = f"{root}.{n}"
-        self._used.add(out)
+        while out in used:
+            n += 1
+            out = f"{root}.{n}"
+        self._next[root] = n + 1
         return out
 
     def reserve(self, name: str) -> None:
@@ -61,9 +79,11 @@ def uniquer(module: Module) -> NameUniquer:
 
 def add_instruction(comp: Computation, opcode: str, shape, operands=(), attrs=None, *,
                     name: str | None = None, before: Instruction | None = None,
-                    literal=None, like: Instruction | None = None) -> Instruction:
-    """Create an instruction and insert it (before `before`, else before its first user
-    is not known yet, so at the end; callers that replace an instruction pass `before`).
+                    after: Instruction | None = None, literal=None,
+                    like: Instruction | None = None) -> Instruction:
+    """Create an instruction and insert it (before `before` or after `after`, else at
+    the end, its first user not being known yet; callers that replace an instruction
+    pass `before`).
     `like` copies metadata/frontend attributes from an instruction being rewritten."""
     module = comp.parent
     opdef = REGISTRY[opcode]
@@ -77,7 +97,7 @@ def add_instruction(comp: Computation, opcode: str, shape, operands=(), attrs=No
                        shape, operands, attrs)
     if literal is not None:
         inst.literal = literal
-    comp.add_instruction(inst, before=before)
+    comp.add_instruction(inst, before=before, after=after)
     return inst
 
 

@@ -105,13 +105,22 @@ class ArrayShape(Shape):
         return f"{self.dtype.name}[{','.join(out)}]"
 
     def __str__(self) -> str:
-        text = self.dims_text()
-        if self.layout is not None and (self.dims or self.layout.tail):
-            text += str(self.layout)
+        # Printed and used in keys (CSE, fusion) over and over; shapes are shared
+        # (interned by the parser), so the text is kept once per shape.
+        text = self.__dict__.get("_str")
+        if text is None:
+            text = self.dims_text()
+            if self.layout is not None and (self.dims or self.layout.tail):
+                text += str(self.layout)
+            object.__setattr__(self, "_str", text)
         return text
 
     def no_layout(self) -> str:
-        return self.dims_text()
+        text = self.__dict__.get("_no_layout")
+        if text is None:
+            text = self.dims_text()
+            object.__setattr__(self, "_no_layout", text)
+        return text
 
 
 @dataclass(frozen=True, eq=True)

@@ -21,6 +21,11 @@ class PassError(HlocError):
     exit_code = 4
 
 
+def module_size(module: Module) -> int:
+    """Instructions in the module, all computations."""
+    return sum(len(c.instructions) for c in module.computations)
+
+
 class Pass:
     """Subclasses set `name` (XLA's pass name) and implement `run`."""
 
@@ -83,6 +88,8 @@ class PassTiming:
     cpu_seconds: float = 0.0            # process CPU time (benchmarks on a loaded machine)
     runs: int = 0
     changes: int = 0
+    instructions: int = 0               # with count_instructions: the larger of the module's
+                                        # instruction count before and after, summed over runs
 
 
 @dataclass
@@ -92,7 +99,10 @@ class PassContext:
     disabled: frozenset = frozenset()
     dumper: object = None               # hloc.passes.dump.Dumper or None
     progress: object = None             # hloc.progress.Progress: names the running pass
+    count_instructions: bool = False    # fill PassTiming.instructions (benchmarks: cost per
+                                        # instruction processed, independent of output size)
     timings: dict = field(default_factory=dict)
+    verify_cpu_seconds: float = 0.0     # spent verifying after changing passes
     _pipelines: list = field(default_factory=list)
 
     def enter_pipeline(self, pipeline: Pipeline, module: Module) -> None:
@@ -115,6 +125,7 @@ class PassContext:
         if self.check_no_change and leaf:
             from ..printer import module_to_text
             before = module_to_text(module)
+        size = module_size(module) if self.count_instructions and leaf else 0
         t0, c0 = time.perf_counter(), time.process_time()
         if leaf and self.progress is not None and self.progress.enabled:
             with self.progress.step(f"pass {p.name}"):
@@ -128,11 +139,14 @@ class PassContext:
             timing.cpu_seconds += time.process_time() - c0
             timing.runs += 1
             timing.changes += changed
+            if self.count_instructions:
+                timing.instructions += max(size, module_size(module))
         if not changed and before is not None:
             from ..printer import module_to_text
             if module_to_text(module) != before:
                 raise PassError(f"pass {p.name} changed the module but reported no change")
         if changed and leaf and self.verify_each:
+            c1 = time.process_time()
             from ..ir.graph import graph_errors
             from ..verifier import collect_errors
             broken = graph_errors(module)
@@ -141,6 +155,7 @@ class PassContext:
             errors = collect_errors(module)
             if errors:
                 raise PassError(f"after pass {p.name}: {errors[0].message}")
+            self.verify_cpu_seconds += time.process_time() - c1
         if self.dumper is not None and self._pipelines:
             self.dumper.after_pass(module, self._pipelines[-1], p.name, next_name, changed)
         return changed

@@ -112,10 +112,30 @@ class _Cse:
                 continue
             if has_side_effect(inst, self.memo):
                 continue
-            key = self.instruction_key(inst, position)
-            rep = representatives.get(key)
-            if rep is None or not editor.alive(rep):     # (a representative can die)
-                representatives[key] = inst
+            # Called computations are compared (fingerprinted) only when everything
+            # else matches an earlier instruction: a bucket per key without them holds
+            # [full key or None (not computed yet), representative] pairs.
+            key = self.instruction_key(inst, position, shallow=True)
+            bucket = representatives.get(key)
+            rep = None
+            if bucket is not None:
+                full = self.instruction_key(inst, position)
+                for entry in bucket:
+                    if entry[0] is None:
+                        entry[0] = self.instruction_key(entry[1], position)
+                    if entry[0] == full:
+                        rep = entry
+                        break
+                if rep is None:
+                    bucket.append([full, inst])
+                elif not editor.alive(rep[1]):          # (a representative can die)
+                    rep[1] = inst
+                    rep = None
+                else:
+                    rep = rep[1]
+            else:
+                representatives[key] = [[None, inst]]
+            if rep is None:
                 changed |= self.merge_iota_operands(inst, editor)
                 continue
             if inst.has_control_dependencies():
@@ -147,14 +167,15 @@ class _Cse:
     def operand_key(self, op: Instruction, position: dict):
         return self.iota_key(op) if op.opcode == "iota" else ("op", position.get(op, -1), id(op))
 
-    def instruction_key(self, inst: Instruction, position: dict):
+    def instruction_key(self, inst: Instruction, position: dict, shallow: bool = False):
+        """The identity key; `shallow`: called computations not compared."""
         operands = [self.operand_key(o, position) for o in inst.operands]
         if inst.opcode in COMMUTATIVE and len(operands) == 2:
             operands.sort()
         return (inst.opcode, self.shape_key(inst.shape), tuple(operands),
-                self.attrs_key(inst))
+                self.attrs_key(inst, shallow))
 
-    def attrs_key(self, inst: Instruction) -> tuple:
+    def attrs_key(self, inst: Instruction, shallow: bool = False) -> tuple:
         items = []
         index = inst.opdef.attr_index
         for name, value in inst.attrs.items():
@@ -163,15 +184,15 @@ class _Cse:
             spec = index.get(name)
             if spec is not None and spec.default is not None and value == spec.default:
                 continue
-            items.append((name, self.value_key(value)))
+            items.append((name, self.value_key(value, shallow)))
         items.sort(key=lambda kv: kv[0])
         return tuple(items)
 
-    def value_key(self, value):
+    def value_key(self, value, shallow: bool = False):
         if isinstance(value, Computation):
-            return ("computation", self.fingerprint(value))
+            return ("computation",) if shallow else ("computation", self.fingerprint(value))
         if isinstance(value, (tuple, list)):
-            return tuple(self.value_key(v) for v in value)
+            return tuple(self.value_key(v, shallow) for v in value)
         try:
             hash(value)
         except TypeError:

@@ -49,8 +49,7 @@ def run_dce(module: Module) -> bool:
                     reachable.add(callee)
                     agenda.append(callee)
     dead = [c for c in module.computations if c not in reachable]
-    for comp in dead:
-        module.remove_computation(comp)
+    module.remove_computations(dead)
     return changed or bool(dead)
 
 
@@ -94,6 +93,9 @@ def remove_dead_instructions(comp: Computation, memo: dict | None = None) -> boo
     """RemoveDeadRoots for one computation; returns whether anything was removed."""
     memo = {} if memo is None else memo
     editor = Removal(comp)
+    # Nothing removable now: nothing becomes removable, so skip the post order.
+    if not any(_can_remove_root(i, editor, memo) for i in comp.instructions if not i.users):
+        return False
     for inst in reversed(post_order(comp)):
         if editor.alive(inst) and _can_remove_root(inst, editor, memo):
             editor.remove_with_unused_operands(inst, memo)

@@ -36,17 +36,23 @@ class NotConstant(Exception):
 # Building
 
 class Builder:
-    """Creates instructions in `comp` just before `before` (operands precede it)."""
+    """Creates instructions in `comp` just before `before` (operands precede it), or,
+    with `after` set instead, in order just after `after` (for a rewrite whose new
+    instruction uses the one it rewrites)."""
 
     def __init__(self, comp: Computation, before: Instruction | None = None):
         self.comp = comp
         self.before = before
+        self.after: Instruction | None = None
         self.created: list[Instruction] = []
 
     def add(self, opcode: str, shape, operands=(), attrs=None, *, literal=None,
             name: str | None = None) -> Instruction:
         inst = add_instruction(self.comp, opcode, shape, list(operands), attrs,
-                               name=name, before=self.before, literal=literal)
+                               name=name, before=self.before, after=self.after,
+                               literal=literal)
+        if self.after is not None:
+            self.after = inst
         self.created.append(inst)
         return inst
 

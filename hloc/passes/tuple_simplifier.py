@@ -31,6 +31,8 @@ class TupleSimplifier(Pass):
 
 
 def _simplify(comp: Computation, memo: dict) -> bool:
+    if not any(i.opcode in ("tuple", "get-tuple-element") for i in comp.instructions):
+        return False                    # nothing to simplify: skip the post order
     editor = Removal(comp)
     changed = False
     for inst in post_order(comp):

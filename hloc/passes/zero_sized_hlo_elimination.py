@@ -30,8 +30,9 @@ class ZeroSizedHloElimination(Pass):
         memo: dict = {}
         changed = False
         for comp in list(module.computations):
-            if comp in fused:
-                continue
+            if comp in fused or not any(0 in getattr(i.shape, "dims", (1,))
+                                        for i in comp.instructions):
+                continue                # nothing zero-sized: skip the post order
             editor = Removal(comp)
             for inst in post_order(comp):
                 shape = inst.shape

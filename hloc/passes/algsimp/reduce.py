@@ -70,7 +70,7 @@ def _reduce_negate(inst, ctx):
     users = list(inst.users)
     was_root = ctx.comp.root is inst
     inst.set_operand(0, arg.operands[0])
-    ctx.b.before = _next(ctx.comp, inst)
+    ctx.b.before, ctx.b.after = None, inst
     neg = ctx.b.add("negate", inst.shape, [inst])
     for u in users:
         for k, o in enumerate(u.operands):
@@ -79,11 +79,6 @@ def _reduce_negate(inst, ctx):
     if was_root:
         ctx.comp.set_root_instruction(neg)
     return True
-
-
-def _next(comp, inst):
-    i = comp.instructions.index(inst)
-    return comp.instructions[i + 1] if i + 1 < len(comp.instructions) else None
 
 
 def _single(inst) -> bool:

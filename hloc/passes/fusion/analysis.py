@@ -157,19 +157,59 @@ def is_fusible(inst) -> bool:
 # Reachability (HloReachabilityMap) as ancestor bitsets
 
 class Reachability:
-    def __init__(self, post_order: list):
-        self.index = {id(inst): n for n, inst in enumerate(post_order)}
+    """reaches(a, b): is `a` `b` or one of its transitive operands (or control
+    predecessors)? With `sources`, only those get a bit, so the map takes
+    |post_order| x |sources| bits instead of |post_order|^2 (the whole-entry map of a
+    96-layer transformer is hundreds of MB); a query from any other instruction walks
+    the graph instead, so the answers never depend on which sources were chosen."""
+
+    def __init__(self, post_order: list, sources=None):
+        self.position = {id(inst): n for n, inst in enumerate(post_order)}
+        if sources is None:
+            self.index = self.position
+        else:
+            chosen = {id(s) for s in sources}
+            self.index = {}
+            for inst in post_order:
+                if id(inst) in chosen:
+                    self.index[id(inst)] = len(self.index)
         self.bits: dict[int, int] = {}
-        for n, inst in enumerate(post_order):
-            b = 1 << n
-            for o in inst.operands + inst.control_predecessors:
+        index = self.index
+        for inst in post_order:
+            n = index.get(id(inst))
+            b = 0 if n is None else 1 << n
+            for o in (inst.operands + inst.control_predecessors
+                      if inst.control_predecessors else inst.operands):
                 b |= self.bits.get(id(o), 0)
             self.bits[id(inst)] = b
 
     def reaches(self, a, b) -> bool:
         """True when `a` is `b` or an (indirect) operand of it."""
-        ia, bb = self.index.get(id(a)), self.bits.get(id(b))
-        return ia is not None and bb is not None and bool(bb >> ia & 1)
+        bb = self.bits.get(id(b))
+        if bb is None:
+            return False
+        ia = self.index.get(id(a))
+        if ia is not None:
+            return bool(bb >> ia & 1)
+        pa = self.position.get(id(a))
+        if pa is None:
+            return False
+        return self._walk(a, b, pa)
+
+    def _walk(self, a, b, pa: int) -> bool:
+        # Operands come before users in the post order: skip anything earlier than a.
+        position, seen, stack = self.position, set(), [b]
+        while stack:
+            x = stack.pop()
+            if x is a:
+                return True
+            for o in (x.operands + x.control_predecessors
+                      if x.control_predecessors else x.operands):
+                p = position.get(id(o))
+                if p is not None and p >= pa and id(o) not in seen:
+                    seen.add(id(o))
+                    stack.append(o)
+        return False
 
 
 # ---------------------------------------------------------------------------

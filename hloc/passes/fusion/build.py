@@ -22,6 +22,9 @@ from ...ops import CALL_EMBEDDED, REGISTRY, call_context
 # ---------------------------------------------------------------------------
 # Building fusion instructions (HloFusionInstruction / HloCallableInstruction)
 
+_PARAM_NAMES = [f"param_{n}" for n in range(1024)]
+
+
 def _new_parameter(comp: Computation, number: int, shape) -> Instruction:
     param = Instruction(uniquer(comp.parent).unique(f"param_{number}"),
                         REGISTRY["parameter"], shape)
@@ -76,21 +79,28 @@ def replace_with_fusion(consumer: Instruction, fusion: Instruction) -> None:
     replace_instruction(consumer, fusion)
 
 
-def fuse_producer(fusion: Instruction, producer: Instruction) -> Instruction:
+def fuse_producer(fusion: Instruction, producer: Instruction,
+                  slot: int | None = None) -> Instruction:
     """Clone `producer` into `fusion`'s computation in place of its parameter
-    (HloCallableInstruction::CloneAndAppendInstructionIntoCalledComputation). A
+    (HloCallableInstruction::CloneAndAppendInstructionIntoCalledComputation); `slot`,
+    when the caller knows it, is producer's operand number (wide fusions: no scan). A
     producer that is not an operand (a new output of a multi-output fusion,
     multi_output.py) is cloned in without replacing a parameter."""
     comp = fusion.attrs["calls"]
     clone = _clone(producer, comp)
-    if producer in fusion.operands:
-        k = fusion.operands.index(producer)
+    ops = fusion.operands
+    k = slot if slot is not None and slot < len(ops) and ops[slot] is producer else \
+        next((n for n, o in enumerate(ops) if o is producer), None)
+    if k is not None:
         comp.parameters[k].replace_all_uses_with(clone)
-        comp.remove_parameter(k)
+        comp.remove_parameter(k, renumber=False)
         fusion.remove_operand(k)
-        names = uniquer(comp.parent)
-        for param in comp.parameters[k:]:   # XLA re-creates the shifted parameters
-            param.name = names.unique(f"param_{param.parameter_number}")
+        unique = uniquer(comp.parent).unique
+        params = comp.parameters
+        for n in range(k, len(params)):     # XLA re-creates the shifted parameters
+            param = params[n]
+            param.parameter_number = n
+            param.name = unique(_PARAM_NAMES[n] if n < len(_PARAM_NAMES) else f"param_{n}")
     for operand in producer.operands:
         clone.append_operand(_operand_parameter(fusion, operand))
     return clone

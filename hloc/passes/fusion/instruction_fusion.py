@@ -28,10 +28,10 @@ from ...ir.module import Computation, Instruction, Module
 from .. import register
 from ..base import Pass, PassContext
 from ...ir.graph import post_order
-from .analysis import Reachability
+from .analysis import Reachability, elements, unique_operands
 from .build import (StorageOrder, create_fusion, fuse_producer, fusible_computations,
                            replace_with_fusion)
-from .decisions import CpuFusionRules, can_be_output_fused
+from .decisions import CpuFusionRules, can_be_output_fused, effectively_at_most_unary
 
 
 # ---------------------------------------------------------------------------
@@ -59,8 +59,15 @@ class InstructionFusion(Pass):
         skip = {id(i) for i in comp.instructions if i.opcode == "fusion"}
         rules = CpuFusionRules(skip, self.may_duplicate)
         post = post_order(comp)
-        do_not_duplicate = rules.globally_unfusible(post, Reachability(post)) \
-            if self.may_duplicate else set()
+        # The do-not-duplicate analysis asks reachability from the producers it
+        # examines (not effectively unary, operands larger than the result): bits for
+        # them only (any other query walks the graph, so this choice is only a cost).
+        if self.may_duplicate:
+            sources = [p for p in post if not effectively_at_most_unary(p) and
+                       sum(elements(o.shape) for o in unique_operands(p)) > elements(p.shape)]
+            do_not_duplicate = rules.globally_unfusible(post, Reachability(post, sources))
+        else:
+            do_not_duplicate = set()
         queue: list = list(post)
         index = {id(inst): n for n, inst in enumerate(queue)}
         tries: dict[int, list] = {}    # a fusion's operands still worth trying (sorted)
@@ -103,7 +110,7 @@ class InstructionFusion(Pass):
                     order.note(comp)
                     changed = True
                 n_operands = len(inst.operands)
-                fusion = self._fuse(producer, inst, order, rules)
+                fusion = self._fuse(producer, inst, order, rules, i)
                 keep_alive.append(inst)
                 index[id(fusion)] = len(queue)
                 queue.append(fusion)
@@ -124,7 +131,7 @@ class InstructionFusion(Pass):
         return changed
 
     def _fuse(self, producer: Instruction, consumer: Instruction, order: StorageOrder,
-              rules: CpuFusionRules) -> Instruction:
+              rules: CpuFusionRules, slot: int) -> Instruction:
         kind = "kOutput" if can_be_output_fused(producer, consumer) else "kLoop"
         if consumer.opcode == "fusion":
             fusion = consumer
@@ -138,7 +145,9 @@ class InstructionFusion(Pass):
         rules.fused_reduce(fusion, producer)
         evaluation = rules.evaluation(fusion)
         users = evaluation.remove_operand(producer)
-        evaluation.fused(fuse_producer(fusion, producer), users)
+        # A fusion consumer keeps its operand numbers; a new one has unique operands
+        # (so slot numbers may shift): fuse_producer checks the slot before using it.
+        evaluation.fused(fuse_producer(fusion, producer, slot), users)
         order.fused_changed(fusion.attrs["calls"])
         return fusion
 
