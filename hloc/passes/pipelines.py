@@ -25,7 +25,7 @@ PASS_MODULES = (
     "dce", "cse", "tuple_simplifier", "call_inliner", "flatten_call_graph",
     "zero_sized_hlo_elimination", "algsimp", "constant_folding", "reshape_mover",
     "while_loop_simplifier", "while_loop_constant_sinking", "conditional_simplifier",
-    "expanders", "fusion",
+    "expanders", "fusion", "library_rewriter",
 )
 
 
@@ -79,6 +79,12 @@ def through_layout_assignment() -> Pipeline:
     ])
 
 
+def dot_library_passes() -> Pipeline:
+    """XLA:CPU's library pipeline between layout assignment and fusion: YNNPACK fusions
+    (jaxlib 0.10.2's default `xla_cpu_experimental_ynn_fusion_type`)."""
+    return Pipeline("dot-library-passes", _passes("dot_decomposer", "dot-library-rewriter"))
+
+
 def simplification_after_layout_assignment() -> Pass:
     from .cse import HloCSE
     return FixedPoint(Pipeline("simplification after layout assignment", [
@@ -95,7 +101,8 @@ def after_layout_assignment() -> Pipeline:
 
 
 def default_pipeline() -> Pass:
-    return Stages("cpu", [through_layout_assignment(), after_layout_assignment()])
+    return Stages("cpu", [through_layout_assignment(), dot_library_passes(),
+                          after_layout_assignment()])
 
 
 def transforms_pipeline(names: list[str]) -> Pipeline:
