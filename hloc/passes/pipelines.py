@@ -25,7 +25,7 @@ PASS_MODULES = (
     "dce", "cse", "tuple_simplifier", "call_inliner", "flatten_call_graph",
     "zero_sized_hlo_elimination", "algsimp", "constant_folding", "reshape_mover",
     "while_loop_simplifier", "while_loop_constant_sinking", "conditional_simplifier",
-    "expanders", "fusion", "library_rewriter",
+    "expanders", "fusion", "library_rewriter", "dot_transforms",
 )
 
 
@@ -75,7 +75,8 @@ def through_layout_assignment() -> Pipeline:
         CallInliner(),
         *_passes("dot_decomposer", "batchnorm_expander", "logistic-expander"),
         simplification(),
-        *_passes("cse", "tuple-simplifier", "flatten-call-graph"),
+        *_passes("transpose-folding", "cse", "cse_barrier_expander", "tuple-simplifier",
+                 "flatten-call-graph"),
     ])
 
 
