@@ -26,6 +26,7 @@ PASS_MODULES = (
     "zero_sized_hlo_elimination", "algsimp", "constant_folding", "reshape_mover",
     "while_loop_simplifier", "while_loop_constant_sinking", "conditional_simplifier",
     "expanders", "fusion", "library_rewriter", "dot_transforms",
+    "tree_reduction",
 )
 
 
@@ -62,7 +63,8 @@ def _passes(*names: str) -> list[Pass]:
 
 def simplification() -> Pass:
     return FixedPoint(Pipeline("simplification", [
-        *_passes("algsimp", "dce", "zero_sized_hlo_elimination", "tuple-simplifier",
+        *_passes("algsimp", "dce", "tree_reduction_rewriter", "zero_sized_hlo_elimination",
+                 "tuple-simplifier",
                  "while-loop-constant-sinking", "simplify-while-loops", "dce",
                  "reshape-mover", "constant_folding", "simplify-conditional"),
     ]))

@@ -50,21 +50,25 @@ def _ynn_type(shape) -> bool:
     return _dtype(shape) in _YNN_TYPES
 
 
-def layout_supported(shape) -> bool:
-    """IsLayoutSupportedByYnn: an array of rank <= 8 in descending layout."""
+def layout_supported(shape, assigned: bool = True) -> bool:
+    """IsLayoutSupportedByYnn: an array of rank <= 8 in descending layout. With `assigned`
+    (the library rewriter, which XLA runs after layout assignment) the layouts written in
+    the module do not count: XLA:CPU's layout assignment gives the values it fuses
+    descending layouts (a transpose becomes a layout change plus a copy, neither fused
+    here); before it (the tree-reduction predicate) they count as written."""
     if _dtype(shape) is None:
         return False
     rank = len(shape.dims)
-    if rank == 0:
-        return True
     if rank > MAX_RANK:
         return False
     layout = shape.layout
-    return layout is None or tuple(layout.minor_to_major) == tuple(range(rank - 1, -1, -1))
+    return assigned or rank == 0 or layout is None or \
+        tuple(layout.minor_to_major) == tuple(range(rank - 1, -1, -1))
 
 
-def _layouts(inst) -> bool:
-    return layout_supported(inst.shape) and layout_supported(inst.operands[0].shape)
+def _layouts(inst, assigned) -> bool:
+    return layout_supported(inst.shape, assigned) and \
+        layout_supported(inst.operands[0].shape, assigned)
 
 
 def is_preferred(inst) -> bool:
@@ -75,24 +79,24 @@ def is_preferred(inst) -> bool:
         any(_elements(o.shape) >= MIN_ELEMENTS for o in inst.operands)
 
 
-def _same_type_unary(inst) -> bool:
-    return len(inst.operands) == 1 and _ynn_type(inst.shape) and _layouts(inst) and \
+def _same_type_unary(inst, assigned: bool) -> bool:
+    return len(inst.operands) == 1 and _ynn_type(inst.shape) and _layouts(inst, assigned) and \
         _dtype(inst.shape) == _dtype(inst.operands[0].shape)
 
 
-def _broadcast(inst) -> bool:
-    if not (len(inst.operands) == 1 and _ynn_type(inst.shape) and _layouts(inst)):
+def _broadcast(inst, assigned: bool) -> bool:
+    if not (len(inst.operands) == 1 and _ynn_type(inst.shape) and _layouts(inst, assigned)):
         return False
     dims = list(inst.attrs.get("dimensions", ()))
     return all(a < b for a, b in zip(dims, dims[1:]))
 
 
-def _reshape(inst) -> bool:
-    return _same_type_unary(inst) and reshape_is_bitcast(inst)
+def _reshape(inst, assigned: bool) -> bool:
+    return _same_type_unary(inst, assigned) and (assigned or reshape_is_bitcast(inst))
 
 
-def _pad(inst) -> bool:
-    if len(inst.operands) != 2 or not _ynn_type(inst.shape) or not _layouts(inst):
+def _pad(inst, assigned: bool) -> bool:
+    if len(inst.operands) != 2 or not _ynn_type(inst.shape) or not _layouts(inst, assigned):
         return False
     operand, value = inst.operands
     if not (_dtype(inst.shape) == _dtype(operand.shape) == _dtype(value.shape)):
@@ -103,22 +107,22 @@ def _pad(inst) -> bool:
     return True
 
 
-def _iota(inst) -> bool:
-    return _dtype(inst.shape) in ("f32", "s32") and layout_supported(inst.shape)
+def _iota(inst, assigned: bool) -> bool:
+    return _dtype(inst.shape) in ("f32", "s32") and layout_supported(inst.shape, assigned)
 
 
-def _constant(inst) -> bool:
+def _constant(inst, assigned: bool) -> bool:
     return _ynn_type(inst.shape)
 
 
-def _elementwise(inst) -> bool:
+def _elementwise(inst, assigned: bool) -> bool:
     if YNN_ELEMENTWISE not in inst.opdef.traits:
         return False
     return _dtype(inst.shape) in _ELEMENTWISE_TYPES and \
         all(_dtype(o.shape) in _ELEMENTWISE_TYPES for o in inst.operands)
 
 
-def _dot(inst) -> bool:
+def _dot(inst, assigned: bool) -> bool:
     """IsDotSupportedByYnn on a DotDecomposer-canonical dot (batch dimensions leading,
     one contracting dimension); any other dot is refused."""
     if len(inst.operands) != 2:
@@ -126,10 +130,8 @@ def _dot(inst) -> bool:
     lhs, rhs = (o.shape for o in inst.operands)
     if (_dtype(lhs), _dtype(rhs), _dtype(inst.shape)) not in _DOT_TYPES:
         return False
-    # XLA:CPU's layout assignment makes dot operands and results row major (copies where
-    # needed) before this rule runs; hloc has no layout assignment, so a dot's layouts
-    # are taken as row major whatever the front end wrote.
-    if max(len(lhs.dims), len(rhs.dims), len(inst.shape.dims)) > MAX_RANK:
+    if not (layout_supported(lhs, assigned) and layout_supported(rhs, assigned)
+            and layout_supported(inst.shape, assigned)):
         return False
     a = inst.attrs
     lb, rb = tuple(a.get("lhs_batch_dims", ())), tuple(a.get("rhs_batch_dims", ()))
@@ -160,9 +162,9 @@ def _reducer(comp):
     return root.opcode if nums == [0, 1] else None
 
 
-def _reduce_like(inst) -> bool:
+def _reduce_like(inst, assigned: bool) -> bool:
     """IsReduceLikeOpSupportedByYnn."""
-    if len(inst.operands) != 2 or not _ynn_type(inst.shape) or not _layouts(inst):
+    if len(inst.operands) != 2 or not _ynn_type(inst.shape) or not _layouts(inst, assigned):
         return False
     source, init = inst.operands
     if inst.opcode == "reduce":
@@ -190,7 +192,7 @@ def _reduce_like(inst) -> bool:
     return False
 
 
-def _convolution(inst) -> bool:
+def _convolution(inst, assigned: bool) -> bool:
     """IsConvolutionOpSupportedByYnn: 2-D NHWC x HWIO convolutions with more than 16
     input or output features, no base dilation, no window reversal."""
     if len(inst.operands) != 2 or inst.attrs.get("batch_group_count", 1) != 1:
@@ -201,7 +203,8 @@ def _convolution(inst) -> bool:
         return False
     lhs, rhs = (o.shape for o in inst.operands)
     out = inst.shape
-    if not (layout_supported(lhs) and layout_supported(rhs) and layout_supported(out)):
+    if not (layout_supported(lhs, assigned) and layout_supported(rhs, assigned)
+            and layout_supported(out, assigned)):
         return False
     if (_dtype(lhs), _dtype(rhs), _dtype(out)) not in _CONV_TYPES:
         return False
@@ -226,22 +229,22 @@ _PREFERRED_ONLY = {"dot": _dot, "reduce": _reduce_like, "reduce-window": _reduce
                    "convolution": _convolution}
 
 
-def is_op_supported(inst) -> bool:
+def is_op_supported(inst, assigned: bool = True) -> bool:
     """YnnMatcher::IsOpSupported: YNNPACK can compute `inst` inside a YNN fusion."""
     rule = _ANY_SIZE.get(inst.opcode)
     if rule is not None:
-        return rule(inst)
+        return rule(inst, assigned)
     if not is_preferred(inst):
         return False
     rule = _PREFERRED_ONLY.get(inst.opcode)
     if rule is not None:
-        return rule(inst)
-    return _elementwise(inst)
+        return rule(inst, assigned)
+    return _elementwise(inst, assigned)
 
 
-def starts_fusion(inst) -> bool:
+def starts_fusion(inst, assigned: bool = True) -> bool:
     """ShouldCreateFusion with jaxlib 0.10.2's default fusion types."""
-    return inst.opcode in STARTERS and is_preferred(inst) and is_op_supported(inst)
+    return inst.opcode in STARTERS and is_preferred(inst) and is_op_supported(inst, assigned)
 
 
 def grows_fusion(inst) -> bool:
