@@ -333,7 +333,7 @@ def test_unknown_pass_in_a_pipeline_is_an_error_when_built():
 
 
 _PIPELINE_NAMES = {"cpu", "HLO passes through layout assignment", "simplification",
-                   "HLO passes after layout assignment",
+                   "dot-library-passes", "HLO passes after layout assignment",
                    "simplification after layout assignment"}
 
 

@@ -15,7 +15,8 @@ from contextlib import nullcontext
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import blas, buffers, collective_calls, conv_gemm, parallel, row_groups, split_reduce
+from . import (blas, buffers, collective_calls, conv_gemm, library_fusion, parallel,
+               row_groups, split_reduce)
 from .profile import site_of
 from .context import ptr_arg
 from .inplace import inplace_state
@@ -181,6 +182,8 @@ class _Emitter:
             case "dot" if (gemm := blas.plan(inst, self.mcx.options)) is not None:
                 with self.timed(inst, "dot:blas"):
                     blas.emit_call(self, inst, gemm)
+            case "fusion" if (lib := library_fusion.plan(inst, self.mcx.options)) is not None:
+                library_fusion.emit(self, inst, lib)
             case "reduce" | "fusion" if (split := split_reduce.plan(inst, self.mcx.options)) is not None:
                 split_reduce.emit(self, inst, split)
             case "convolution" if (cg := conv_gemm.plan(inst, self.mcx.options)) is not None:

@@ -196,13 +196,22 @@ def emit(em, inst, p: ConvGemm) -> None:
                     ir.Constant(t, 1.0), ap, lda_, bp, ldb_, beta, cp, ldc])
 
 
+def _any_plan(inst, options) -> ConvGemm | None:
+    """plan() of a convolution, or of the one convolution of a library fusion."""
+    if inst.opcode == "fusion":
+        from .library_fusion import plan as library_plan
+        lp = library_plan(inst, options)
+        return lp[1] if lp is not None and lp[0].opcode == "convolution" else None
+    return plan(inst, options)
+
+
 def _scratch(em):
     """One stack buffer per computation function, shared by its convolutions (they run
     one at a time): the largest chunk any of them needs."""
     slot = getattr(em, "_conv_im2col", None)      # cached on the emitter of this function
     if slot is None:
         size = max((p.chunk * p.slice_k * p.dt.np.itemsize for i in em.comp.instructions
-                    if (p := plan(i, em.mcx.options)) is not None), default=0)
+                    if (p := _any_plan(i, em.mcx.options)) is not None), default=0)
         b = em.b
         with b.goto_entry_block():
             insts = em.fn.entry_basic_block.instructions

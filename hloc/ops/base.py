@@ -135,6 +135,9 @@ COMPARE_TYPE_BY_DTYPE = "compare_type_by_dtype"
 ELEMENTAL = "elemental"
 # XLA:CPU's FusionWrapper wraps the op, left unfused, in a kLoop fusion of its own.
 CPU_WRAPPED = "cpu_wrapped"
+# YNNPACK has the op as a unary or binary operator (xla/backends/cpu/ynn_support.cc's
+# GetYnnUnaryOpMap / GetYnnBinaryOpMap), so XLA:CPU may put it in a YNN fusion.
+YNN_ELEMENTWISE = "ynn_elementwise"
 # The interpreter's walker moves the values itself (parameters, constants, tuples, calls
 # and control flow); such ops need no evaluation facet.
 STRUCTURAL = "structural"

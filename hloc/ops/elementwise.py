@@ -13,14 +13,15 @@ from __future__ import annotations
 from ..ir.dtypes import PRED
 from .base import (CAN_CHANGE_LAYOUT, COMMUTATIVE, COMPARE_TYPE_BY_DTYPE, CPU_WRAPPED, DIVISION,
                    ELEMENTWISE, EXPENSIVE, EXPENSIVE_IF_COMPLEX, LAYOUT_IGNORES_ELEMENT_SIZE,
-                   MEMORY_SPACE_MOVER, MIXED_OPERANDS_OK, SHAPE_REQUIRED, TRANSCENDENTAL, AttrSpec,
-                   OpDef, register)
+                   MEMORY_SPACE_MOVER, MIXED_OPERANDS_OK, SHAPE_REQUIRED, TRANSCENDENTAL, YNN_ELEMENTWISE,
+                   AttrSpec, OpDef, register)
 from .shape_rules import (change_type, compatible_ignoring_fp, compatible_ignoring_type,
                           expect_array, fail, higher_precision, human, is_complex, is_float,
                           is_integral, is_scalar, is_signed, make, need_declared,
                           same_type_ignoring_fp, type_name)
 
 E, C, X, T, XC = ELEMENTWISE, COMMUTATIVE, EXPENSIVE, TRANSCENDENTAL, EXPENSIVE_IF_COMPLEX
+YNN = YNN_ELEMENTWISE
 
 
 # ---------------------------------------------------------------------------
@@ -100,7 +101,7 @@ _FC, _F = _float_complex, _float
 
 # (name, rule, traits). TRANSCENDENTAL = accepts result_accuracy (jaxlib 0.10.2's parser).
 UNARY = [
-    ("abs", _abs, {E, XC, CPU_WRAPPED}),
+    ("abs", _abs, {E, XC, CPU_WRAPPED, YNN}),
     ("acos", _FC, {E, T, X}),
     ("acosh", _FC, {E, T, X}),
     ("asin", _FC, {E, T, X}),
@@ -108,32 +109,32 @@ UNARY = [
     ("atan", _FC, {E, T, X}),            # upstream tip only; jaxlib 0.10.2 rejects it
     ("atanh", _FC, {E, T, X}),
     ("cbrt", _F, {E, T, X, CPU_WRAPPED}),
-    ("ceil", _F, {E, CPU_WRAPPED}),
-    ("cosine", _FC, {E, T, XC, CPU_WRAPPED}),
+    ("ceil", _F, {E, CPU_WRAPPED, YNN}),
+    ("cosine", _FC, {E, T, XC, CPU_WRAPPED, YNN}),
     ("cosh", _FC, {E, T, X}),
     ("count-leading-zeros", _integral("Clz"), {E, CPU_WRAPPED}),
-    ("erf", _F, {E, T, X, CPU_WRAPPED}),
-    ("exponential", _FC, {E, T, X, CPU_WRAPPED}),
-    ("exponential-minus-one", _FC, {E, T, X, CPU_WRAPPED}),
-    ("floor", _F, {E, CPU_WRAPPED}),
+    ("erf", _F, {E, T, X, CPU_WRAPPED, YNN}),
+    ("exponential", _FC, {E, T, X, CPU_WRAPPED, YNN}),
+    ("exponential-minus-one", _FC, {E, T, X, CPU_WRAPPED, YNN}),
+    ("floor", _F, {E, CPU_WRAPPED, YNN}),
     ("imag", _real_imag, {E, CPU_WRAPPED}),
     ("is-finite", _is_finite, {E, CPU_WRAPPED, LAYOUT_IGNORES_ELEMENT_SIZE}),
-    ("log", _FC, {E, T, X, CPU_WRAPPED}),
-    ("log-plus-one", _FC, {E, T, X, CPU_WRAPPED}),
-    ("logistic", _FC, {E, T, X}),
-    ("negate", _negate, {E, CPU_WRAPPED}),
+    ("log", _FC, {E, T, X, CPU_WRAPPED, YNN}),
+    ("log-plus-one", _FC, {E, T, X, CPU_WRAPPED, YNN}),
+    ("logistic", _FC, {E, T, X, YNN}),
+    ("negate", _negate, {E, CPU_WRAPPED, YNN}),
     ("not", _not, {E, CPU_WRAPPED}),
     ("popcnt", _integral("PopulationCount"), {E, CPU_WRAPPED}),
     ("real", _real_imag, {E, CPU_WRAPPED}),
     ("round-nearest-afz", _F, {E, CPU_WRAPPED}),
-    ("round-nearest-even", _F, {E, CPU_WRAPPED}),
-    ("rsqrt", _FC, {E, T, X, CPU_WRAPPED}),
-    ("sign", _sign, {E, XC, CPU_WRAPPED}),
-    ("sine", _FC, {E, T, XC, CPU_WRAPPED}),
+    ("round-nearest-even", _F, {E, CPU_WRAPPED, YNN}),
+    ("rsqrt", _FC, {E, T, X, CPU_WRAPPED, YNN}),
+    ("sign", _sign, {E, XC, CPU_WRAPPED, YNN}),
+    ("sine", _FC, {E, T, XC, CPU_WRAPPED, YNN}),
     ("sinh", _FC, {E, T, XC}),
-    ("sqrt", _FC, {E, T, X, CPU_WRAPPED}),
-    ("tan", _FC, {E, T, XC, CPU_WRAPPED}),
-    ("tanh", _FC, {E, T, X, CPU_WRAPPED}),
+    ("sqrt", _FC, {E, T, X, CPU_WRAPPED, YNN}),
+    ("tan", _FC, {E, T, XC, CPU_WRAPPED, YNN}),
+    ("tanh", _FC, {E, T, X, CPU_WRAPPED, YNN}),
 ]
 
 
@@ -182,23 +183,23 @@ def _logical(op, lhs, rhs):
 
 
 BINARY = [
-    ("add", _arith, {E, C, CPU_WRAPPED}),
+    ("add", _arith, {E, C, CPU_WRAPPED, YNN}),
     ("and", _logical, {E, C, CPU_WRAPPED}),
     ("atan2", _atan2, {E, X, CPU_WRAPPED}),
     ("compare", _arith, {E, COMPARE_TYPE_BY_DTYPE, CPU_WRAPPED, LAYOUT_IGNORES_ELEMENT_SIZE}),
     ("complex", _complex, {E, CPU_WRAPPED}),
-    ("divide", _no_pred, {E, X, CPU_WRAPPED, DIVISION}),
-    ("maximum", _arith, {E, C, CPU_WRAPPED}),
-    ("minimum", _arith, {E, C, CPU_WRAPPED}),
+    ("divide", _no_pred, {E, X, CPU_WRAPPED, DIVISION, YNN}),
+    ("maximum", _arith, {E, C, CPU_WRAPPED, YNN}),
+    ("minimum", _arith, {E, C, CPU_WRAPPED, YNN}),
     ("mulhi", _arith, {E, C}),
-    ("multiply", _arith, {E, C, CPU_WRAPPED}),
+    ("multiply", _arith, {E, C, CPU_WRAPPED, YNN}),
     ("or", _logical, {E, C, CPU_WRAPPED}),
-    ("power", _no_pred, {E, X, CPU_WRAPPED}),
+    ("power", _no_pred, {E, X, CPU_WRAPPED, YNN}),
     ("remainder", _no_pred, {E, X, CPU_WRAPPED, DIVISION}),
     ("shift-left", _no_pred, {E, CPU_WRAPPED}),
     ("shift-right-arithmetic", _no_pred, {E, CPU_WRAPPED}),
     ("shift-right-logical", _no_pred, {E, CPU_WRAPPED}),
-    ("subtract", _no_pred, {E, CPU_WRAPPED}),
+    ("subtract", _no_pred, {E, CPU_WRAPPED, YNN}),
     ("xor", _logical, {E, C, CPU_WRAPPED}),
 ]
 
@@ -412,7 +413,7 @@ for _name, _check, _traits in BINARY:
 register(OpDef("select", 3, traits=frozenset({E, CPU_WRAPPED}), infer=_select_infer))
 register(OpDef("clamp", 3, traits=frozenset({E, CPU_WRAPPED}), infer=_clamp_infer))
 
-register(OpDef("convert", 1, traits=frozenset({E, SHAPE_REQUIRED, CPU_WRAPPED}),
+register(OpDef("convert", 1, traits=frozenset({E, SHAPE_REQUIRED, CPU_WRAPPED, YNN}),
                infer=_convert_infer), LAYOUT_IGNORES_ELEMENT_SIZE)
 # Elementwise in XLA only when the bit widths match (IsElementwiseImpl).
 register(OpDef("bitcast-convert", 1, traits=frozenset({SHAPE_REQUIRED, CPU_WRAPPED}),

@@ -28,7 +28,8 @@ PASS_MODULES = (
     "dce", "cse", "tuple_simplifier", "call_inliner", "flatten_call_graph",
     "zero_sized_hlo_elimination", "algsimp", "constant_folding", "reshape_mover",
     "while_loop_simplifier", "while_loop_constant_sinking", "conditional_simplifier",
-    "expanders", "fusion",
+    "expanders", "fusion", "library_rewriter", "dot_transforms",
+    "tree_reduction",
 )
 
 
@@ -65,7 +66,8 @@ def _passes(*names: str) -> list[Pass]:
 
 def simplification() -> Pass:
     return FixedPoint(Pipeline("simplification", [
-        *_passes("algsimp", "dce", "zero_sized_hlo_elimination", "tuple-simplifier",
+        *_passes("algsimp", "dce", "tree_reduction_rewriter", "zero_sized_hlo_elimination",
+                 "tuple-simplifier",
                  "while-loop-constant-sinking", "simplify-while-loops", "dce",
                  "reshape-mover", "constant_folding", "simplify-conditional"),
     ]))
@@ -78,8 +80,15 @@ def through_layout_assignment() -> Pipeline:
         CallInliner(),
         *_passes("dot_decomposer", "batchnorm_expander", "logistic-expander"),
         simplification(),
-        *_passes("cse", "tuple-simplifier", "flatten-call-graph"),
+        *_passes("transpose-folding", "cse", "cse_barrier_expander", "tuple-simplifier",
+                 "flatten-call-graph"),
     ])
+
+
+def dot_library_passes() -> Pipeline:
+    """XLA:CPU's library pipeline between layout assignment and fusion: YNNPACK fusions
+    (jaxlib 0.10.2's default `xla_cpu_experimental_ynn_fusion_type`)."""
+    return Pipeline("dot-library-passes", _passes("dot_decomposer", "dot-library-rewriter"))
 
 
 def simplification_after_layout_assignment() -> Pass:
@@ -106,7 +115,7 @@ def after_layout_assignment(multi_output_fusion: bool = False) -> Pipeline:
 
 
 def default_pipeline(multi_output_fusion: bool = False) -> Pass:
-    return Stages("cpu", [through_layout_assignment(),
+    return Stages("cpu", [through_layout_assignment(), dot_library_passes(),
                           after_layout_assignment(multi_output_fusion)])
 
 
