@@ -33,6 +33,7 @@ class Functions:
         self.mcx = mcx
         self.fns: dict[int, ir.Function] = {}
         self.plans: dict[int, buffers.Plan] = {}
+        self.donated: tuple = (None, ())     # (ENTRY computation, buffers.alias_leaves)
 
     def arena(self, comp) -> int:
         return self.plans[id(comp)].arena
@@ -61,7 +62,8 @@ class Functions:
 
     def _emit(self, comp) -> None:
         mcx = self.mcx
-        plan = buffers.plan(comp, self.arena)
+        plan = buffers.plan(comp, self.arena,
+                            self.donated[1] if comp is self.donated[0] else ())
         self.plans[id(comp)] = plan
         fn = ir.Function(mcx.module, COMP_TYPE, name=mcx.unique("comp." + comp.name))
         fn.args[0].name, fn.args[1].name, fn.args[2].name = "params", "outs", "temp"
