@@ -201,3 +201,17 @@ def test_hloc_run_on_aliased_dump():
                            capture_output=True, text=True, env=env, timeout=300)
         assert r.returncode == 0, r.stderr
         assert "OK: 3 outputs match" in r.stdout
+
+
+def test_hloc_compile_with_pipeline():
+    """hloc.compile runs the default pipeline on the before-optimizations dump first."""
+    d = np.load(DATA / "donate_step.npz")
+    exe = hloc.compile(hloc.parse_file(DATA / "donate_step.before_optimizations.hlo"),
+                       donate=(0, 1))
+    assert [x["placement"] for x in exe.donation] == ["in place", "in place"]
+    ins = [d[f"in{k}"].copy() for k in range(5)]
+    got = exe.run(ins)
+    assert got[0] is ins[0] and got[1] is ins[1]
+    plain = hloc.compile(hloc.parse_file(DATA / "donate_step.before_optimizations.hlo"))
+    for g, w in zip(got, plain.run([d[f"in{k}"] for k in range(5)])):
+        assert np.array_equal(g, w)

@@ -162,16 +162,14 @@ def plan(comp, callee_arena, donated=()) -> Plan:
     counts: dict[int, int] = {}
     for b in root_leaves:
         counts[id(b)] = counts.get(id(b), 0) + 1
-    if donated:
-        p.inplace = _place_donated(p, comp, owned, donated, counts)
     for j, b in enumerate(root_leaves):
-        if j in p.inplace:
-            continue
         if b.kind == "temp" and counts[id(b)] == 1 and all(b is not s for ss in p.scratch.values() for s in ss):
             b.kind, b.index = "out", j
         elif b.size:
             p.root_copies.append((j, b))
     _assign_offsets(p, comp, owned, callee_arena)
+    if donated:      # after `out` is given out: row groups see outs and params alike
+        p.inplace = _place_donated(p, comp, owned, donated)
     return p
 
 
@@ -215,16 +213,18 @@ def _leaf_at(shape, index) -> tuple[int, object] | None:
 _DEFERRED_READERS = frozenset({"async-start", "copy-start"})
 
 
-def _place_donated(p: Plan, comp, owned, donated, counts) -> dict[int, int]:
+def _place_donated(p: Plan, comp, owned, donated) -> dict[int, int]:
     """out leaf -> param leaf for the donated aliases whose output can be computed in the
-    parameter's buffer with no read of the parameter's old value after it is written."""
+    parameter's buffer with no read of the parameter's old value after it is written.
+    Runs on the finished plan: an output leaf moved from `out` to `param` changes neither
+    offsets nor row groups (which see only arena overlaps), so the groups seen here are
+    those the emitter forms."""
     from . import row_groups
     from .inplace import dus_base
     insts = comp.instructions
     leaves = p.leaves
     root = leaves[id(comp.root)]
     made = {id(b): pos for pos, b in owned}
-    scratch = {id(b) for ss in p.scratch.values() for b in ss}
     params = {b.index: b for i in insts if i.opcode == "parameter" for b in leaves[id(i)]}
     groups = row_groups.plan(comp, p)       # a row group's members run in its first's kernel
     at = {id(i): pos for pos, i in enumerate(insts)}
@@ -244,13 +244,14 @@ def _place_donated(p: Plan, comp, owned, donated, counts) -> dict[int, int]:
     placed: dict[int, int] = {}
     for j, pi, _kind in donated:
         par = params.get(pi)
-        if par is None or not 0 <= j < len(root):
+        if par is None or not 0 <= j < len(root) or pi in placed.values():
             continue
         b = root[j]
         if b is par:                 # the output is the parameter, unchanged
             placed[j] = pi
+            p.root_copies = [(k, c) for k, c in p.root_copies if k != j]
             continue
-        if b.kind != "temp" or counts[id(b)] != 1 or id(b) in scratch or id(b) not in made \
+        if b.kind != "out" or b.index != j or id(b) not in made \
                 or b.size != par.size or any(r is par for r in root):
             continue
         pos = made[id(b)]
