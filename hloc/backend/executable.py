@@ -21,9 +21,9 @@ the buffer plan proves it safe (hloc.backend.buffers; a dynamic-update-slice the
 only its window); where it cannot, the result is computed into its own buffer and, for
 must-alias, copied into the argument afterwards (as XLA's copy insertion), for
 may-alias returned as a fresh array. A donated argument that cannot be written as it
-is (read-only, not contiguous in the parameter's layout, not a NumPy array of the
-parameter's dtype, or overlapping another argument) is copied first and the copy is the
-result. Without donation arguments are never written, must-alias modules included.
+is (read-only, or overlapping another argument) is copied first, as is one that is not
+contiguous in the parameter's layout or not an ndarray (converted anyway); the result
+is then that copy. Without donation arguments are never written, must-alias modules included.
 `donation` tells, per aliased output leaf, which of these happened.
 """
 from __future__ import annotations
