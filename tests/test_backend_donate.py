@@ -239,12 +239,13 @@ LOOP = ("HloModule m, input_output_alias={ {}: (0, {}, may-alias) }\n\n" + ADD +
 
 @pytest.mark.parametrize("name", ["rows", "loop"])
 def test_row_group_and_while_read_the_parameter(name):
-    """A row group (row max, then subtract) and a while loop both read p in the kernel
-    that makes the output: not in place (may-alias: a fresh result), values unchanged."""
+    """A row group (row max, then subtract) reads p in the kernel that makes the output:
+    not in place (may-alias: a fresh result). A while loop whose state starts from p
+    keeps its state there. Values unchanged either way."""
     text = _with_add(ROWS).replace(ADD, MAX) if name == "rows" else LOOP
     exe = compile_module(hloc.parse(text), donate=(0,))
     ref = compile_module(hloc.parse(text))
-    assert [d["placement"] for d in exe.donation] == ["fresh"]
+    assert [d["placement"] for d in exe.donation] == ["fresh" if name == "rows" else "in place"]
     shape = (512, 1024) if name == "rows" else (3, 3)
     x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
     if name == "loop":
@@ -253,5 +254,37 @@ def test_row_group_and_while_read_the_parameter(name):
     want = ref.run([keep])
     got = exe.run([x])
     assert np.array_equal(got, want) and np.isfinite(want).all()
+    assert (got is x) == (name == "loop")
     if name == "rows":
         assert np.array_equal(want, keep - keep.max(axis=1, keepdims=True))
+
+
+SCAN = ("HloModule m, input_output_alias={ {}: (0, {}, may-alias) }\n\n"
+        "body {\n  s = (s32[], f32[100,16]) parameter(0)\n  k = s32[] get-tuple-element(s), index=0\n"
+        "  x = f32[100,16] get-tuple-element(s), index=1\n  one = s32[] constant(1)\n"
+        "  k1 = s32[] add(k, one)\n  z = s32[] constant(0)\n"
+        "  prev = f32[1,16] dynamic-slice(x, k, z), dynamic_slice_sizes={1,16}\n"
+        "  c2 = f32[] constant(2)\n  two = f32[1,16] broadcast(c2), dimensions={}\n"
+        "  row = f32[1,16] multiply(prev, two)\n"
+        "  y = f32[100,16] dynamic-update-slice(x, row, k1, z)\n"
+        "  ROOT t = (s32[], f32[100,16]) tuple(k1, y)\n}\n\n"
+        "cond {\n  s = (s32[], f32[100,16]) parameter(0)\n  k = s32[] get-tuple-element(s), index=0\n"
+        "  n = s32[] constant(99)\n  ROOT lt = pred[] compare(k, n), direction=LT\n}\n\n"
+        "ENTRY e {\n  p = f32[100,16] parameter(0)\n  z = s32[] constant(0)\n"
+        "  t = (s32[], f32[100,16]) tuple(z, p)\n"
+        "  w = (s32[], f32[100,16]) while(t), condition=cond, body=body\n"
+        "  ROOT r = f32[100,16] get-tuple-element(w), index=1\n}\n")
+
+
+def test_scan_over_donated_carry():
+    """A loop writing row k+1 from row k of a donated carry: the state lives in the
+    argument; each row doubles the one before."""
+    text = SCAN
+    exe = compile_module(hloc.parse(text), donate=(0,))
+    assert [d["placement"] for d in exe.donation] == ["in place"]
+    x = np.zeros((100, 16), np.float32)
+    x[0] = np.arange(16)
+    want = compile_module(hloc.parse(text)).run([x.copy()])
+    got = exe.run([x])
+    assert got is x and np.array_equal(got, want)
+    assert np.array_equal(got[:, 3], 3 * 2.0 ** np.arange(100, dtype=np.float32))

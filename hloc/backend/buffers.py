@@ -16,7 +16,9 @@ in the parameter's buffer when it can prove the parameter's old value is not rea
 the output's producer starts writing (`_place_donated`): the output is the parameter
 itself, or every read of the parameter comes from an earlier kernel, or the producer is
 a dynamic-update-slice whose base is the parameter and reads it nowhere else (it then
-writes only its window, hloc.backend.inplace). Otherwise the output gets its own buffer
+writes only its window, hloc.backend.inplace), a kernel that reads it only elementwise
+(element i for element i), or a while loop whose state leaf starts from it (its state
+then lives there from the start). Otherwise the output gets its own buffer
 as without donation (the runtime copies it into the donated array for must-alias, as
 XLA's copy insertion would, hloc.backend.executable).
 """
@@ -270,6 +272,9 @@ def _place_donated(p: Plan, comp, owned, donated) -> dict[int, int]:
                     and not any(par in leaves[id(o)] for k, o in enumerate(inst.operands)
                                 if k != base):
                 continue             # the DUS's own base: it writes only its window
+            elif r == pos and inst.opcode == "while" and _state_from(b, par, leaves[id(inst)],
+                                                                     leaves[id(inst.operands[0])]):
+                continue             # the loop state starts in it (a no-op copy) and stays
             elif r == pos and groups.get(id(inst)) is None and _elementwise_on(
                     inst, [k for k, o in enumerate(inst.operands) if par in leaves[id(o)]],
                     [leaves[id(o)] for o in inst.operands], par):
@@ -282,6 +287,13 @@ def _place_donated(p: Plan, comp, owned, donated) -> dict[int, int]:
             b.kind, b.index = "param", pi
             placed[j] = pi
     return placed
+
+
+def _state_from(b, par, state: list, init: list) -> bool:
+    """Whether while state leaf `b` starts from `par` and no other state leaf does."""
+    k = next((k for k, x in enumerate(state) if x is b), None)
+    return k is not None and len(init) == len(state) and init[k] is par \
+        and sum(x is par for x in init) == 1
 
 
 def _elementwise_on(inst, ks: list[int], op_leaves: list, par) -> bool:

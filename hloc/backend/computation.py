@@ -251,7 +251,11 @@ class _Emitter:
         scratch = self.plan.scratch[id(inst)]
         other, pred = scratch[:-1], scratch[-1]
         for dst, src in zip(state, self.leaves(inst.operands[0])):
-            self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+            if dst.kind == "param":     # a donated parameter holding the state: maybe itself
+                with b.if_then(b.icmp_unsigned("!=", self.ptr(dst), self.ptr(src))):
+                    self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+            else:
+                self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
         one_buffer = inplace_state(inst.attrs["body"])       # DUS in place / passed through
         other = [state[k] if k in one_buffer else buf for k, buf in enumerate(other)]
         set_a, set_b = self.ptr_array(state), self.ptr_array(other)
