@@ -64,7 +64,7 @@ def run(module, *args, backend: str = "interpreter", seed: int = 42):
 
 
 def compile(module, path=None, *, numerics: str = "xla-cpu", cache_dir=None,
-            optimize: bool | None = None, **library):
+            optimize: bool | None = None, donate=(), **library):
     """Compile `module` to native code. The default HLO pipeline runs first (in place)
     unless the module is already optimised (`optimize` True/False forces it on/off);
     `cache_dir` enables the on-disk object cache.
@@ -72,13 +72,17 @@ def compile(module, path=None, *, numerics: str = "xla-cpu", cache_dir=None,
     Without `path`: an in-process Executable (hloc.backend) whose `run(args)` takes one
     NumPy array per ENTRY parameter (exact types, as `run`); a cache hit runs neither the
     pipeline nor code generation; `run(args, out=arrays)` writes into the caller's arrays,
-    otherwise result buffers are reused once dropped.
+    otherwise result buffers are reused once dropped. `donate`: ENTRY parameter numbers
+    whose arguments every `run` may overwrite (input_output_alias outputs then live in
+    them; hloc.backend.executable).
     With `path` (OUT.so, OUT.a or OUT.o): writes a library with a C interface, as `hloc
     compile` does, and returns its hloc.aot.Library description; `library` takes
     hloc.aot.compile_library's options (header, name, triple, cpu, threads, blas, lapack,
     cpp_class, cc ...)."""
     from .cli_backend import cpu_pipeline, prepare_for_cpu
     if path is not None:
+        if donate:
+            raise TypeError("compile() with a path takes no donate (in-process executables only)")
         prepare_for_cpu(module, optimize)
         from . import backend  # noqa: F401  (registers every emitter)
         from .aot import compile_library
@@ -87,7 +91,7 @@ def compile(module, path=None, *, numerics: str = "xla-cpu", cache_dir=None,
         raise TypeError(f"compile() without a path takes no {', '.join(sorted(library))}")
     from .backend import compile_module
     return compile_module(module, numerics=numerics, cache_dir=cache_dir,
-                          pipeline=cpu_pipeline(optimize))
+                          pipeline=cpu_pipeline(optimize), donate=donate)
 
 
 def fake_arguments(module, *, seed: int = 42, use_large_float_range: bool = False) -> list:

@@ -45,6 +45,7 @@ from __future__ import annotations
 from . import (conversions, convolution, custom_calls, elementwise, fft,  # noqa: F401
                indexing, linalg, reductions, rng, sorting, structural, windows)
 from . import global_view  # noqa: F401,E402  (sharding annotations of global-view dumps)
+from ..diagnostics import UnsupportedError
 from .context import Options
 from .executable import Executable
 from .jit import lower, optimize
@@ -54,15 +55,19 @@ __all__ = ["Options", "Executable", "compile_module", "lower", "optimize", "emit
 
 def compile_module(module, *, numerics: str = "xla-cpu", cache_dir=None,
                    opt_level: int = 3, threads: int | None = None, profile: bool = False,
-                   gemm: str = "blas", pipeline=None) -> Executable:
+                   gemm: str = "blas", pipeline=None, donate=()) -> Executable:
     """Compile `module` into an Executable whose large kernels use `threads` threads
     (None: the cores the process may use). `pipeline` (name, fn) runs HLO passes first
     unless the object cache already holds the result (else the module compiles as it
     is); `profile` adds per-kernel timers (hloc.backend.profile); large dots call NumPy's
-    OpenBLAS (gemm="blas") or the emitted GEMM ("emitted", as `hloc compile`)."""
+    OpenBLAS (gemm="blas") or the emitted GEMM ("emitted", as `hloc compile`). `donate`:
+    ENTRY parameter numbers whose arguments every `run` may overwrite (the module's
+    input_output_alias outputs then live in them; hloc.backend.executable)."""
     from .device_runtime import DeviceExecutable, needs_devices
-    options = Options(numerics, opt_level, gemm=gemm, profile=profile)
+    options = Options(numerics, opt_level, gemm=gemm, profile=profile, donate=donate)
     if needs_devices(module):
+        if donate:
+            raise UnsupportedError("unsupported: donated parameters in a multi-device module")
         # The device table numbers the instructions of the module that is compiled, so its
         # passes always run here rather than being skipped on a cache hit.
         if pipeline is not None:

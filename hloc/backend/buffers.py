@@ -9,6 +9,18 @@ the output. Arena regions are given out in instruction order and returned after 
 last use of any alias of them, so dead buffers are reused (first fit, 64-byte aligned).
 Called computations (while bodies, branches, calls) share one scratch region after the
 caller's own buffers: they run one at a time.
+
+Donated parameters (`Options(donate=...)`, ENTRY parameters the caller gives up): for an
+`input_output_alias` entry of a donated parameter, the ENTRY plan puts the output leaf
+in the parameter's buffer when it can prove the parameter's old value is not read after
+the output's producer starts writing (`_place_donated`): the output is the parameter
+itself, or every read of the parameter comes from an earlier kernel, or the producer is
+a dynamic-update-slice whose base is the parameter and reads it nowhere else (it then
+writes only its window, hloc.backend.inplace), a kernel that reads it only elementwise
+(element i for element i), or a while loop whose state leaf starts from it (its state
+then lives there from the start). Otherwise the output gets its own buffer
+as without donation (the runtime copies it into the donated array for must-alias, as
+XLA's copy insertion would, hloc.backend.executable).
 """
 from __future__ import annotations
 
@@ -73,13 +85,15 @@ class Plan:
         self.root_copies: list[tuple[int, Buf]] = []   # (out leaf, source) copied at the end
         self.n_params = 0
         self.n_outs = 0
+        self.inplace: dict[int, int] = {}     # out leaf -> donated param leaf holding it
 
     def no_code(self, inst) -> bool:
         return inst.opcode in _NO_CODE or _aliases_operand(inst)
 
 
-def plan(comp, callee_arena) -> Plan:
-    """The buffer plan of `comp`; callee_arena(c) gives a called computation's arena size."""
+def plan(comp, callee_arena, donated=()) -> Plan:
+    """The buffer plan of `comp`; callee_arena(c) gives a called computation's arena size;
+    `donated`: (out leaf, param leaf, kind) of the donated aliases (alias_leaves), ENTRY only."""
     p = Plan(comp)
     leaves = p.leaves
     k = 0
@@ -156,7 +170,163 @@ def plan(comp, callee_arena) -> Plan:
         elif b.size:
             p.root_copies.append((j, b))
     _assign_offsets(p, comp, owned, callee_arena)
+    if donated:      # after `out` is given out: row groups see outs and params alike
+        p.inplace = _place_donated(p, comp, owned, donated)
     return p
+
+
+def alias_leaves(module, donate) -> list[tuple[int, int, str]]:
+    """(out leaf, param leaf, kind) of each `input_output_alias` entry of `module` whose
+    parameter number is in `donate`, both sides one array leaf of the same shape and layout."""
+    from .loops import minor_to_major
+    entry = module.entry
+    params = sorted(entry.parameters, key=lambda i: i.parameter_number)
+    starts, k = [], 0
+    for par in params:
+        starts.append(k)
+        k += len(par.shape.leaves())
+    out = []
+    for out_index, pno, pindex, kind in module.attrs.get("input_output_alias", ()):
+        if pno not in donate or not 0 <= pno < len(params):
+            continue
+        o, q = _leaf_at(entry.root.shape, out_index), _leaf_at(params[pno].shape, pindex)
+        if o is None or q is None:
+            continue
+        (j, os_), (i, ps) = o, q
+        if os_.dtype != ps.dtype or tuple(os_.dims) != tuple(ps.dims) \
+                or minor_to_major(os_) != minor_to_major(ps) or not os_.dtype.is_array:
+            continue
+        out.append((j, starts[pno] + i, kind))
+    return out
+
+
+def _leaf_at(shape, index) -> tuple[int, object] | None:
+    """(flat leaf number, leaf shape) of the array at `index` in `shape`, or None."""
+    k = 0
+    for i in index:
+        if not shape.is_tuple or not 0 <= i < len(shape.elements):
+            return None
+        k += sum(len(e.leaves()) for e in shape.elements[:i])
+        shape = shape.elements[i]
+    return None if shape.is_tuple else (k, shape)
+
+
+# Readers that may still read their operands after their own position.
+_DEFERRED_READERS = frozenset({"async-start", "copy-start"})
+
+
+def _place_donated(p: Plan, comp, owned, donated) -> dict[int, int]:
+    """out leaf -> param leaf for the donated aliases whose output can be computed in the
+    parameter's buffer with no read of the parameter's old value after it is written.
+    Runs on the finished plan: an output leaf moved from `out` to `param` changes neither
+    offsets nor row groups (which see only arena overlaps), so the groups seen here are
+    those the emitter forms."""
+    from . import row_groups
+    from .inplace import dus_base
+    insts = comp.instructions
+    leaves = p.leaves
+    root = leaves[id(comp.root)]
+    made = {id(b): pos for pos, b in owned}
+    params = {b.index: b for i in insts if i.opcode == "parameter" for b in leaves[id(i)]}
+    groups = row_groups.plan(comp, p)       # a row group's members run in its first's kernel
+    at = {id(i): pos for pos, i in enumerate(insts)}
+
+    def start(pos: int) -> int:
+        g = groups.get(id(insts[pos]))
+        return pos if g is None else min(at[id(m)] for m in g.members)
+
+    readers: dict[int, list[int]] = {}
+    for pos, inst in enumerate(insts):
+        if p.no_code(inst):
+            continue
+        for o in inst.operands:
+            for b in leaves[id(o)]:
+                if b.kind == "param":
+                    readers.setdefault(id(b), []).append(pos)
+    placed: dict[int, int] = {}
+    for j, pi, _kind in donated:
+        par = params.get(pi)
+        if par is None or not 0 <= j < len(root) or pi in placed.values():
+            continue
+        b = root[j]
+        if b is par:                 # the output is the parameter, unchanged
+            placed[j] = pi
+            p.root_copies = [(k, c) for k, c in p.root_copies if k != j]
+            continue
+        if b.kind != "out" or b.index != j or id(b) not in made \
+                or b.size != par.size or any(r is par for r in root):
+            continue
+        pos = made[id(b)]
+        inst = insts[pos]
+        if inst.opcode in _DEFERRED_READERS:
+            continue
+        first = start(pos)
+        base = dus_base(inst) if groups.get(id(inst)) is None else None
+        ok = True
+        for r in readers.get(id(par), ()):
+            if insts[r].opcode in _DEFERRED_READERS:
+                ok = False
+            elif start(r) < first:
+                continue
+            elif r == pos and base is not None and leaves[id(inst.operands[base])] == [par] \
+                    and not any(par in leaves[id(o)] for k, o in enumerate(inst.operands)
+                                if k != base):
+                continue             # the DUS's own base: it writes only its window
+            elif r == pos and inst.opcode == "while" and _state_from(b, par, leaves[id(inst)],
+                                                                     leaves[id(inst.operands[0])]):
+                continue             # the loop state starts in it (a no-op copy) and stays
+            elif r == pos and groups.get(id(inst)) is None and _elementwise_on(
+                    inst, [k for k, o in enumerate(inst.operands) if par in leaves[id(o)]],
+                    [leaves[id(o)] for o in inst.operands], par):
+                continue             # element i of it is read only to compute element i
+            else:
+                ok = False
+            if not ok:
+                break
+        if ok:
+            b.kind, b.index = "param", pi
+            placed[j] = pi
+    return placed
+
+
+def _state_from(b, par, state: list, init: list) -> bool:
+    """Whether while state leaf `b` starts from `par` and no other state leaf does."""
+    k = next((k for k, x in enumerate(state) if x is b), None)
+    return k is not None and len(init) == len(state) and init[k] is par \
+        and sum(x is par for x in init) == 1
+
+
+def _elementwise_on(inst, ks: list[int], op_leaves: list, par) -> bool:
+    """Whether `inst` (one array, the parameter's shape and layout) reads operands `ks`
+    (each exactly the parameter) only elementwise: an elementwise op, or a fusion in
+    which everything downstream of those parameters is elementwise of the root's dims."""
+    from ..ops.base import ELEMENTWISE
+    if inst.shape.is_tuple or any(op_leaves[k] != [par] for k in ks):
+        return False
+    dims = tuple(inst.shape.dims)
+
+    def ok(i) -> bool:
+        return ELEMENTWISE in i.opdef.traits and not i.shape.is_tuple \
+            and tuple(i.shape.dims) == dims and not i.attrs.get("calls")
+    if inst.opcode != "fusion":
+        return ok(inst)
+    if inst.attrs.get("kind") != "kLoop":
+        return False
+    body = inst.attrs["calls"]
+    params = {i.parameter_number: i for i in body.instructions if i.opcode == "parameter"}
+    seen: set[int] = set()
+    todo = [params[k] for k in ks if k in params]
+    if len(todo) != len(ks):
+        return False
+    while todo:
+        i = todo.pop()
+        for u in i.users:
+            if id(u) not in seen:
+                if not ok(u):
+                    return False
+                seen.add(id(u))
+                todo.append(u)
+    return True
 
 
 def _assign_offsets(p: Plan, comp, owned, callee_arena) -> None:

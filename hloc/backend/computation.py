@@ -34,6 +34,7 @@ class Functions:
         self.mcx = mcx
         self.fns: dict[int, ir.Function] = {}
         self.plans: dict[int, buffers.Plan] = {}
+        self.donated: tuple = (None, ())     # (ENTRY computation, buffers.alias_leaves)
 
     def arena(self, comp) -> int:
         return self.plans[id(comp)].arena
@@ -62,7 +63,8 @@ class Functions:
 
     def _emit(self, comp) -> None:
         mcx = self.mcx
-        plan = buffers.plan(comp, self.arena)
+        plan = buffers.plan(comp, self.arena,
+                            self.donated[1] if comp is self.donated[0] else ())
         self.plans[id(comp)] = plan
         fn = ir.Function(mcx.module, COMP_TYPE, name=mcx.unique("comp." + comp.name))
         fn.args[0].name, fn.args[1].name, fn.args[2].name = "params", "outs", "temp"
@@ -252,7 +254,11 @@ class _Emitter:
         scratch = self.plan.scratch[id(inst)]
         other, pred = scratch[:-1], scratch[-1]
         for dst, src in zip(state, self.leaves(inst.operands[0])):
-            self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+            if dst.kind == "param":     # a donated parameter holding the state: maybe itself
+                with b.if_then(b.icmp_unsigned("!=", self.ptr(dst), self.ptr(src))):
+                    self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
+            else:
+                self.memcpy(self.ptr(dst), self.ptr(src), dst.size)
         one_buffer = inplace_state(inst.attrs["body"])       # DUS in place / passed through
         other = [state[k] if k in one_buffer else buf for k, buf in enumerate(other)]
         set_a, set_b = self.ptr_array(state), self.ptr_array(other)

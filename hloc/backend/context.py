@@ -25,7 +25,7 @@ class Options:
     """Code generation options (they are part of the object-cache key)."""
 
     def __init__(self, numerics: str = "xla-cpu", opt_level: int = 3, gemm: str = "blas",
-                 profile: bool = False):
+                 profile: bool = False, donate=()):
         if numerics not in ("xla-cpu", "ieee"):
             raise ValueError(f"unknown numerics mode {numerics!r} (xla-cpu or ieee)")
         if gemm not in ("blas", "emitted", "cblas"):
@@ -35,6 +35,8 @@ class Options:
         self.gemm = gemm        # large dots: NumPy's OpenBLAS, hloc.backend.gemm (the AOT default),
         #                         or a linked LP64 cblas (AOT --blas)
         self.profile = profile      # per-kernel timers (hloc.backend.profile)
+        # ENTRY parameter numbers the caller donates (hloc.backend.buffers, executable)
+        self.donate = tuple(sorted({int(i) for i in donate}))
 
     @property
     def xla(self) -> bool:
@@ -43,7 +45,8 @@ class Options:
     def key(self) -> str:
         return (f"numerics={self.numerics};O{self.opt_level}"
                 + (f";gemm={self.gemm}" if self.gemm != "blas" else "")
-                + (";profile" if self.profile else ""))
+                + (";profile" if self.profile else "")
+                + (";donate=" + ",".join(map(str, self.donate)) if self.donate else ""))
 
 
 class ModuleContext:

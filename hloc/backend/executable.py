@@ -12,6 +12,19 @@ ms here). `run(args, out=...)` writes into the caller's own arrays instead. The
 temporary arena is allocated once and reused; a call made while another thread is
 inside the same Executable gets a private arena and fresh results, so concurrent calls
 are safe.
+
+Donation is explicit and fixed at compile time: `compile_module(..., donate=(0,))` says
+every `run` may overwrite the arguments of those ENTRY parameters (never assumed: a
+NumPy caller's array would change under it). For each `input_output_alias` entry of a
+donated parameter the result is then the argument's own array, updated in place where
+the buffer plan proves it safe (hloc.backend.buffers; a dynamic-update-slice then writes
+only its window); where it cannot, the result is computed into its own buffer and, for
+must-alias, copied into the argument afterwards (as XLA's copy insertion), for
+may-alias returned as a fresh array. A donated argument that cannot be written as it
+is (read-only, or overlapping another argument) is copied first, as is one that is not
+contiguous in the parameter's layout or not an ndarray (converted anyway); the result
+is then that copy. Without donation arguments are never written, must-alias modules included.
+`donation` tells, per aliased output leaf, which of these happened.
 """
 from __future__ import annotations
 
@@ -132,6 +145,7 @@ class Executable:
             times["parts"] = len(objs)
             ent = module.entry
             meta = {"arena": lowered.arena, "objects": [len(o) for o in objs],
+                    "donated": [list(d) for d in lowered.donated],
                     "params": [str(p.shape) for p in sorted(ent.parameters, key=lambda p: p.parameter_number)],
                     "result": str(ent.root.shape),
                     "sites": [list(astuple(s)) for s in lowered.sites]}
@@ -155,6 +169,8 @@ class Executable:
         self._out_specs = [_Spec.of(s) for s in self._out_leaves]
         self._in_specs = [_Spec.of(s) for p in self.param_shapes for s in p.leaves()]
         self._flat_params = not any(p.is_tuple for p in self.param_shapes)
+        # (out leaf, param leaf, kind, in place) of each donated alias (hloc.backend.buffers)
+        self._donated = [tuple(d) for d in meta.get("donated", ())]
         # OpenBLAS follows `threads` during calls of code that calls it (hloc.backend.blas)
         self._blas = blas.threads() if self.code.calls & (runtime.BLAS | runtime.LAPACK) else None
         self._pool: list[list] = [[] for _ in self._out_leaves]
@@ -177,6 +193,15 @@ class Executable:
     def reset_profile(self) -> None:
         if self.counters is not None:
             self.counters.reset()
+
+    @property
+    def donation(self) -> list[dict]:
+        """Per donated alias: output and parameter leaf, kind, and whether the output is
+        computed in the parameter's buffer ("in place") or its own ("copy" for
+        must-alias: copied into the argument after the call; "fresh" for may-alias)."""
+        return [{"output_leaf": j, "param_leaf": i, "kind": k,
+                 "placement": "in place" if ip else ("copy" if k == "must-alias" else "fresh")}
+                for j, i, k, ip in self._donated]
 
     @property
     def memory_bytes(self) -> dict:
@@ -215,6 +240,7 @@ class Executable:
             leaves = [v for v, _ in flat]
         keep = []
         p_arr = (ctypes.c_void_p * max(len(self._in_specs), 1))()
+        phys = {} if self._donated else None
         for k, (v, spec) in enumerate(zip(leaves, self._in_specs)):
             if spec is None:
                 continue
@@ -227,18 +253,21 @@ class Executable:
             if not a.flags.c_contiguous:
                 a = np.ascontiguousarray(a)
             keep.append(a)
+            if phys is not None:
+                phys[k] = a
             if spec.size:
                 p_arr[k] = _address(a)
+        given = self._donated_arrays(phys, p_arr, out) if phys is not None else None
         old = self._blas.enter(self.threads) if self._blas is not None else None
         try:
             if self._busy.acquire(blocking=False):
                 try:
-                    outs, o_arr = self._outputs(out, pooled=True, args=keep)
+                    outs, o_arr = self._outputs(out, pooled=True, args=keep, given=given)
                     self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), self._arena)
                 finally:
                     self._busy.release()
             else:
-                outs, o_arr = self._outputs(out, pooled=False, args=keep)
+                outs, o_arr = self._outputs(out, pooled=False, args=keep, given=given)
                 raw, arena = self._new_arena()
                 self._fn(ctypes.addressof(p_arr), ctypes.addressof(o_arr), arena)
                 del raw
@@ -246,6 +275,8 @@ class Executable:
             if old is not None:
                 self._blas.exit(old)
         del keep
+        if given:
+            outs = self._donated_results(outs, given)
         results = []
         for o, spec in zip(outs, self._out_specs):
             if spec is None:
@@ -255,9 +286,36 @@ class Executable:
                 results.append(o if spec.inv is None else o.transpose(spec.inv))
         return _unflatten(results, self.result_shape)
 
-    def _outputs(self, out, pooled: bool, args: list):
+    def _donated_arrays(self, phys: dict, p_arr, out) -> dict:
+        """out leaf -> the donated argument array (physical order) its result goes to,
+        replacing in `phys`/`p_arr` an argument that cannot be written by a copy of it."""
+        if out is not None:
+            raise InputError("out= cannot be combined with donated parameters")
+        given = {}
+        for j, i, _kind, _inplace in self._donated:
+            a = phys[i]
+            if not a.flags.writeable or any(
+                    k != i and np.may_share_memory(a, x) for k, x in phys.items()):
+                a = a.copy()        # read-only, or overlapping another argument
+                phys[i] = a
+                if a.size:
+                    p_arr[i] = _address(a)
+            given[j] = a
+        return given
+
+    def _donated_results(self, outs: list, given: dict) -> list:
+        outs = list(outs)
+        for j, _i, kind, inplace in self._donated:
+            if not inplace and kind == "must-alias":
+                np.copyto(given[j], outs[j])
+            if inplace or kind == "must-alias":
+                outs[j] = given[j]
+        return outs
+
+    def _outputs(self, out, pooled: bool, args: list, given=None):
         """(arrays, ctypes pointer array): one array per result leaf in its physical
-        order — the caller's (`out`), an unused pooled one, or a new one; None for tokens."""
+        order — the caller's (`out`), an unused pooled one, or a new one; None for tokens;
+        for an output computed in a donated argument (`given`), that argument."""
         arrays = self._caller_outputs(out, args) if out is not None else None
         o_arr = (ctypes.c_void_p * max(len(self._out_specs), 1))()
         if arrays is not None:
@@ -269,6 +327,9 @@ class Executable:
         for k, spec in enumerate(self._out_specs):
             if spec is None:
                 arrays.append(None)
+                continue
+            if given and k in given and self._inplace(k):
+                arrays.append(given[k])     # the code writes it through the param pointer
                 continue
             pool = self._pool[k] if pooled else []
             j = next((j for j in range(len(pool)) if _unused(pool, j)), None)
@@ -284,6 +345,9 @@ class Executable:
             if addr:
                 o_arr[k] = addr
         return arrays, o_arr
+
+    def _inplace(self, k: int) -> bool:
+        return any(j == k and ip for j, _i, _kind, ip in self._donated)
 
     def _caller_outputs(self, out, args: list) -> list:
         leaves = []

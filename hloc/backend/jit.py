@@ -25,6 +25,7 @@ from llvmlite import ir
 
 from .. import __version__
 from . import compile_threads, partition, runtime
+from .buffers import alias_leaves
 from .cache import cache_key
 from .computation import Functions
 from .context import ModuleContext, Options
@@ -79,6 +80,8 @@ def lower(module, options: Options) -> Lowered:
     mcx = ModuleContext(module.name, options, triple, str(tm.target_data))
     mcx.features = feats                  # the target's, for code that depends on them
     fns = Functions(mcx)
+    donated = alias_leaves(module, options.donate)
+    fns.donated = (module.entry, donated)
     entry = fns.compile(module.entry)
     wrapper = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, PTR]), name=ENTRY)
     for a, n in zip(wrapper.args, ("params", "outs", "temp")):
@@ -99,7 +102,11 @@ def lower(module, options: Options) -> Lowered:
     b.ret_void()
     sites = mcx.profiler.sites if mcx.profiler is not None else []
     sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=(ENTRY,))
-    return Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts)
+    lowered = Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts)
+    inplace = fns.plans[id(module.entry)].inplace
+    # (out leaf, param leaf, kind, whether the output lives in the parameter's buffer)
+    lowered.donated = [(j, i, kind, j in inplace) for j, i, kind in donated]
+    return lowered
 
 
 def optimize(ir_text: str, options: Options):
