@@ -1,6 +1,7 @@
 """How `hloc opt` scales with the module: time, peak memory, growth exponent, top passes.
 
-    python benchmarks/opt_scale.py [FILE.hlo[.gz] ...] [--no-verify-each] [--top 5]
+    python benchmarks/opt_scale.py [FILE.hlo[.gz] ...] [--family tiny|wide] [--layers 8 24 ..]
+                                   [--no-verify-each] [--top 5]
 
 Default inputs: the scaling family benchmarks/data/scale/transformer_L{8,24,48,96}
 .before_optimizations.hlo.gz (one JAX transformer training step at four layer counts; the
@@ -8,6 +9,13 @@ Default inputs: the scaling family benchmarks/data/scale/transformer_L{8,24,48,9
 write them with `/work/venv-jax/bin/python tools/gen_dumps.py --transformer-layers
 benchmarks/data/scale` (a few seconds each; missing ones are skipped with a note) and the
 28k-line benchmarks/data/transformer24.before_optimizations.hlo.gz (a different program).
+`--family wide`: the same training step with realistic tensor sizes,
+transformer_w256s64b2_L{8,24,48,96} (d_model 256, seq 64, batch 2: 32k-element activations,
+above XLA:CPU's 4,096-element YNNPACK threshold, as in transformer24; the tiny family's
+2,048-element tensors are under it, so XLA itself re-fuses long chains there and its output
+grows super-linearly). L8 and L24 are checked in; `tools/gen_dumps.py --transformer-layers
+benchmarks/data/scale --width 256 --seq 64 --batch 2 --layers 48 96` writes the others, and
+`--after` also XLA:CPU's optimised text, whose line count is then printed in the `xla` column.
 
 Per file, one subprocess does what `hloc opt` does (parse, verify, the default pipeline with
 verification after every changing pass unless --no-verify-each) and reports CPU seconds of
@@ -40,7 +48,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 SCALE_DIR = HERE / "data" / "scale"
-FAMILY = [SCALE_DIR / f"transformer_L{n}.before_optimizations.hlo.gz" for n in (8, 24, 48, 96)]
+FAMILIES = {"tiny": "transformer_L{n}", "wide": "transformer_w256s64b2_L{n}"}
+
+
+def family(kind: str, layers=(8, 24, 48, 96)) -> list[Path]:
+    return [SCALE_DIR / (FAMILIES[kind].format(n=n) + ".before_optimizations.hlo.gz")
+            for n in layers]
+
+
+def xla_lines(path: Path) -> int | None:
+    """Line count of XLA:CPU's optimised text beside a before-optimizations dump, if there."""
+    after = path.with_name(path.name.replace(".before_optimizations.", ".after_optimizations."))
+    return read(after).count("\n") if after != path and after.exists() else None
 OTHER = HERE / "data" / "transformer24.before_optimizations.hlo.gz"
 
 
@@ -113,29 +132,38 @@ def main() -> int:
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--no-verify-each", action="store_true",
                     help="no verification after each changing pass (hloc opt --no-verify-each)")
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="tiny",
+                    help="which layer-count family (default: tiny)")
+    ap.add_argument("--layers", type=int, nargs="+", default=[8, 24, 48, 96])
+    ap.add_argument("--no-other", action="store_true", help="leave out transformer24")
     ap.add_argument("--top", type=int, default=5)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args.worker, not args.no_verify_each)
         return 0
-    files = args.files or [f for f in FAMILY + [OTHER] if f.exists()]
+    fam_files = family(args.family, args.layers)
+    other = [] if args.no_other else [OTHER]
+    files = args.files or [f for f in fam_files + other if f.exists()]
     if not args.files:
-        for f in FAMILY:
+        dims = " --width 256 --seq 64 --batch 2" if args.family == "wide" else ""
+        for f in fam_files:
             if not f.exists():
                 print(f"(missing {f.relative_to(REPO)}: `tools/gen_dumps.py "
-                      f"--transformer-layers benchmarks/data/scale` writes it)")
+                      f"--transformer-layers benchmarks/data/scale{dims}` writes it)")
     results = []
-    print(f"{'dump':<16} {'lines':>6} {'out':>7} {'p+v s':>6} {'opt s':>7} {'opt/pv':>6} "
-          f"{'opt MB':>7} {'chk MB':>6} {'mem x':>5}")
+    print(f"{'dump':<28} {'lines':>6} {'out':>7} {'xla':>7} {'p+v s':>6} {'opt s':>7} "
+          f"{'opt/pv':>6} {'opt MB':>7} {'chk MB':>6} {'mem x':>5}")
     for f in files:
         r = measure(f, not args.no_verify_each)
         results.append(r)
         pv = r["parse"] + r["verify"]
-        print(f"{r['name']:<16} {r['lines']:>6} {r['out_lines']:>7} {pv:>6.2f} {r['opt']:>7.2f} "
+        xla = xla_lines(f)
+        print(f"{r['name']:<28} {r['lines']:>6} {r['out_lines']:>7} {xla or '-':>7} "
+              f"{pv:>6.2f} {r['opt']:>7.2f} "
               f"{r['opt'] / pv:>6.1f} {r['rss']:>7.0f} {r['check_rss']:>6.0f} "
               f"{r['rss'] / r['check_rss']:>5.2f}", flush=True)
-    fam = [r for r in results if r["name"].startswith("transformer_L")]
+    fam = [r for r in results if r["name"].startswith("transformer_") and "_L" in r["name"]]
     pairs = list(zip(fam, fam[1:]))
     if len(fam) > 3:   # 24 -> 96 layers, the issue's second pair
         pairs.append((fam[1], fam[-1]))

@@ -17,6 +17,8 @@ Usage (from the repository root)::
     python tools/gen_dumps.py --transformer24 benchmarks/data   # big parse-benchmark input
     python tools/gen_dumps.py --transformer-layers benchmarks/data/scale [--layers 8 24 48 96]
                                                    # opt-scaling family (benchmarks/opt_scale.py)
+    python tools/gen_dumps.py --transformer-layers benchmarks/data/scale --width 256 --seq 64 \
+        --batch 2 [--layers 8 24] [--after]        # the same family with realistic tensor sizes
     python tools/check_dumps.py                    # replay every dump through XLA and compare
 
 How it works: every program runs in its own subprocess (``--worker NAME``) with
@@ -1627,6 +1629,31 @@ SCALE = dict(d_model=64, heads=4, seq=16, batch=2, mlp=256, vocab=128, optimizer
 SCALE_LAYERS = (8, 24, 48, 96)
 
 
+def scale_cfg(width: int | None = None, seq: int | None = None, batch: int | None = None) -> dict:
+    """SCALE with realistic tensor sizes where asked: ``width`` sets d_model (mlp = 4 x width,
+    heads = width // 64, at least 1, vocab = 2 x width).  With the default tiny dims every
+    activation has 2,048 elements, under XLA:CPU's 4,096-element YNNPACK threshold, so XLA
+    itself re-fuses the residual-gradient chain into every reduce fusion; realistic sizes keep
+    the dots as library fusions, as in transformer24."""
+    cfg = dict(SCALE)
+    if width:
+        cfg.update(d_model=width, mlp=4 * width, heads=max(1, width // 64), vocab=2 * width)
+    if seq:
+        cfg["seq"] = seq
+    if batch:
+        cfg["batch"] = batch
+    return cfg
+
+
+def scale_name(layers: int, width: int | None = None, seq: int | None = None,
+               batch: int | None = None) -> str:
+    """transformer_L<layers> for the tiny family; transformer_w<W>s<S>b<B>_L<layers> otherwise."""
+    if not (width or seq or batch):
+        return f"transformer_L{layers}"
+    c = scale_cfg(width, seq, batch)
+    return f"transformer_w{c['d_model']}s{c['seq']}b{c['batch']}_L{layers}"
+
+
 def _transformer24_worker(result_path: str, name: str = "transformer24", cfg: dict | None = None):
     """24-layer BERT-style (post-LN) transformer LM training step: token+position embeddings
     with dropout; per layer MHA (q/k/v/o with biases, causal+padding mask, softmax, attention
@@ -1742,11 +1769,15 @@ def _before_only(cmd, env, dump_dir: Path, rx):
             proc.wait()
 
 
-def transformer24(out_dir: Path, layers: int | None = None):
+def transformer24(out_dir: Path, layers: int | None = None, dims: tuple = (None, None, None),
+                  after: bool = False):
     """Write transformer24.{before,after}_optimizations.hlo.gz, or with ``layers`` the scaling
-    family's transformer_L<layers>.{...}.hlo.gz (same program at every layer count)."""
+    family's transformer_L<layers>.{...}.hlo.gz (same program at every layer count; ``dims``
+    = (width, seq, batch) for a family with realistic tensor sizes, see scale_cfg).  The scaling
+    family is written before-optimizations only unless ``after``: XLA:CPU's own optimised text
+    too (its line count is the reference for hloc opt's output size)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = "transformer24" if layers is None else f"transformer_L{layers}"
+    name = "transformer24" if layers is None else scale_name(layers, *dims)
     with tempfile.TemporaryDirectory(prefix="hlodump_t24_") as tmp:
         dump_dir = Path(tmp) / "dump"
         env = _env_for({"name": name, "kind": "jax"}, dump_dir)
@@ -1755,10 +1786,15 @@ def transformer24(out_dir: Path, layers: int | None = None):
         rx = re.compile(rf"^module_(\d+)\.jit_{name}_train_step\.before_optimizations\.txt$")
         kinds = (("before_optimizations", "before_optimizations"),
                  ("cpu_after_optimizations", "after_optimizations"))
-        if layers is None:
+        if layers is not None:
+            cmd += ["--scale-layers", str(layers)]
+            for flag, v in zip(("--width", "--seq", "--batch"), dims):
+                if v:
+                    cmd += [flag, str(v)]
+        if layers is None or after:
             subprocess.run(cmd, cwd=REPO, env=env, check=True)
         else:
-            _before_only(cmd + ["--scale-layers", str(layers)], env, dump_dir, rx)
+            _before_only(cmd, env, dump_dir, rx)
             kinds = kinds[:1]
         found = [m for m in (rx.match(f.name) for f in dump_dir.iterdir()) if m]
         assert len(found) == 1, found
@@ -1787,6 +1823,13 @@ def main(argv=None):
                     help="write the opt-scaling family transformer_L{8,24,48,96} (issue 13)")
     ap.add_argument("--layers", type=int, nargs="+", default=list(SCALE_LAYERS),
                     help="layer counts for --transformer-layers")
+    ap.add_argument("--width", type=int, help="with --transformer-layers: d_model (mlp 4x, "
+                    "heads width/64, vocab 2x); default the tiny family (d_model 64)")
+    ap.add_argument("--seq", type=int, help="with --transformer-layers: sequence length (default 16)")
+    ap.add_argument("--batch", type=int, help="with --transformer-layers: batch (default 2)")
+    ap.add_argument("--after", action="store_true",
+                    help="with --transformer-layers: also XLA:CPU's after-optimizations dump "
+                    "(a full XLA compile)")
     ap.add_argument("--scale-layers", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
@@ -1794,8 +1837,9 @@ def main(argv=None):
         return 0
     if a.transformer24_worker:
         if a.scale_layers:
-            _transformer24_worker(a.transformer24_worker, f"transformer_L{a.scale_layers}",
-                                  dict(SCALE, layers=a.scale_layers))
+            dims = (a.width, a.seq, a.batch)
+            _transformer24_worker(a.transformer24_worker, scale_name(a.scale_layers, *dims),
+                                  dict(scale_cfg(*dims), layers=a.scale_layers))
         else:
             _transformer24_worker(a.transformer24_worker)
         return 0
@@ -1811,7 +1855,7 @@ def main(argv=None):
         return 0
     if a.transformer_layers:
         for n in a.layers:
-            transformer24(a.transformer_layers.resolve(), n)
+            transformer24(a.transformer_layers.resolve(), n, (a.width, a.seq, a.batch), a.after)
         return 0
     names = a.only or list(PROGRAMS)
     unknown = [n for n in names if n not in PROGRAMS]

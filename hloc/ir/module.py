@@ -297,13 +297,25 @@ class Computation:
             if inst.parent is not self or inst.opcode == "parameter" or \
                     inst in self._gone or any(u not in gone for u in inst.users):
                 raise ValueError(f"cannot remove {inst.name} from {self.name}")
-        kept: dict = {}
+        kept: dict = {}                 # surviving operand -> its users that go
         for inst in gone:
-            for op in inst.operands:
+            ops = inst.operands
+            for op in (dict.fromkeys(ops) if len(ops) > 1 else ops):
                 if op not in gone:
-                    kept[op] = None
-        for op in kept:
-            op.users[:] = [u for u in op.users if u not in gone]
+                    kept.setdefault(op, []).append(inst)
+        for op, leaving in kept.items():
+            users = op.users
+            # A few users out of many (a shared constant or parameter, removals flushed
+            # one rewrite at a time): list.remove's C scans instead of rebuilding the
+            # list in Python each time, which was O(users) per flush.
+            if len(leaving) <= 4:
+                for u in leaving:
+                    try:
+                        users.remove(u)
+                    except ValueError:
+                        pass
+            else:
+                users[:] = [u for u in users if u not in gone]
         for inst in gone:
             inst.users = []
             if inst.control_predecessors or inst.control_successors:

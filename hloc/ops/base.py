@@ -168,6 +168,9 @@ MIXED_OPERANDS_OK = "mixed_operands_ok"
 MINOR_TO_MAJOR_ONLY = "minor_to_major_only"
 # ShapeVerifier checks the op in its own handler, not against the shape rule.
 OWN_SHAPE_HANDLER = "own_shape_handler"
+# The shape rule reads of its called computations only their parameter and root shapes
+# (and names none in its messages): the verifier may memoise it by those.
+INFER_READS_SIGNATURE = "infer_reads_signature"
 
 # Printed after the op's attributes, in this order (HloInstruction::PrintWithCanonicalNameMap;
 # checked against jaxlib 0.10.2's printer). result_accuracy is accepted only by

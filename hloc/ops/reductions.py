@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..ir.dtypes import PRED, S32
 from ..ir.shape import ArrayShape, TupleShape
 from .base import (CALLS, CAN_CHANGE_LAYOUT, CPU_WRAPPED, ELEMENTAL, EMBEDDED_CALLS, EXPENSIVE,
+                   INFER_READS_SIGNATURE,
                    MIXED_OPERANDS_OK, AttrSpec, OpDef, register)
 from .shape_rules import (compatible, compatible_ignoring_fp, dynamic_of, expect_array,
                           fail, human, join, make, need_attr, params_of, program_text,
@@ -219,9 +220,10 @@ _TO_APPLY = AttrSpec("to_apply", "computation", required=True)
 
 register(OpDef("reduce", None, (AttrSpec("dimensions", "int_list", required=True),
                                      _TO_APPLY), _CX, _reduce_infer), CPU_WRAPPED, ELEMENTAL,
-         EMBEDDED_CALLS, CAN_CHANGE_LAYOUT)
+         EMBEDDED_CALLS, CAN_CHANGE_LAYOUT, INFER_READS_SIGNATURE)
 register(OpDef("reduce-window", None, (AttrSpec("window", "window"), _TO_APPLY), _CX,
-               _reduce_window_infer), CPU_WRAPPED, EMBEDDED_CALLS, MIXED_OPERANDS_OK)
+               _reduce_window_infer), CPU_WRAPPED, EMBEDDED_CALLS, MIXED_OPERANDS_OK,
+         INFER_READS_SIGNATURE)
 register(OpDef("select-and-scatter", 3, (
     AttrSpec("window", "window"),
     AttrSpec("select", "computation", required=True),

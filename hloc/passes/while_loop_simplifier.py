@@ -425,33 +425,41 @@ class WhileLoopSimplifier(Pass):
         changed = False
         whiles = [i for c in module.computations for i in c.instructions
                   if i.opcode == "while"]
+        graph = None        # rebuilt only after a change (one per loop was O(loops x module))
         for w in whiles:
             if w.parent is None or w.parent.parent is not module:
                 continue
-            graph = CallGraph(module)
+            if graph is None:
+                graph = CallGraph(module)
             if len(graph.caller_instructions(_body(w))) > 1 or \
                     len(graph.caller_instructions(_cond(w))) > 1:
                 continue
-            pinned = w.has_control_dependencies()
-            keep = None if pinned else _dead_params(w)
-            if keep is not None:
-                _narrow_loop(w, keep, {})
+            if self._simplify(w):
                 changed = True
-                continue
-            consts = _constant_params(w)
-            if consts and not pinned and _all_param_users_gte(w):
-                n = len(w.shape.elements)
-                if len(consts) == n:
-                    replace_instruction(w, w.operands[0])
-                else:
-                    _narrow_loop(w, [i for i in range(n) if i not in consts], consts)
-                changed = True
-                continue
-            if _contains(_body(w), _SEND_RECV) or _contains(_cond(w), _SEND_RECV):
-                continue
-            changed |= _propagate_constants(w)
-            if _remove_loop(w):
-                changed = True
+                graph = None
         if changed:
             run_dce(module)
+        return changed
+
+    @staticmethod
+    def _simplify(w) -> bool:
+        """One loop's rewrites, as before; True when it changed the module."""
+        pinned = w.has_control_dependencies()
+        keep = None if pinned else _dead_params(w)
+        if keep is not None:
+            _narrow_loop(w, keep, {})
+            return True
+        consts = _constant_params(w)
+        if consts and not pinned and _all_param_users_gte(w):
+            n = len(w.shape.elements)
+            if len(consts) == n:
+                replace_instruction(w, w.operands[0])
+            else:
+                _narrow_loop(w, [i for i in range(n) if i not in consts], consts)
+            return True
+        if _contains(_body(w), _SEND_RECV) or _contains(_cond(w), _SEND_RECV):
+            return False
+        changed = _propagate_constants(w)
+        if _remove_loop(w):
+            changed = True
         return changed

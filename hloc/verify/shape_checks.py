@@ -14,8 +14,9 @@ parameters, unbounded dynamism and minor-to-major length.
 from __future__ import annotations
 
 from ..ir.shape import ArrayShape, TupleShape
-from ..ops.base import (MINOR_TO_MAJOR_ONLY, MIXED_OPERANDS_OK, MIXED_PRECISION_OK,
-                        OWN_SHAPE_HANDLER, ShapeInferenceError)
+from ..ir.module import Computation
+from ..ops.base import (INFER_READS_SIGNATURE, MINOR_TO_MAJOR_ONLY, MIXED_OPERANDS_OK,
+                        MIXED_PRECISION_OK, OWN_SHAPE_HANDLER, ShapeInferenceError)
 from .core import check
 from .shapes import (HOST_MEMORY_SPACE, Eq, byte_size, compatible, compatible_ignoring_fp,
                      describe, equal, is_unbounded, memory_space, shape_text)
@@ -38,7 +39,10 @@ def check_shape(inst, ctx) -> None:
     shapes = [o.shape for o in inst.operands]
     # Big modules repeat the same (op, shapes, attributes) thousands of times.
     attrs = inst.attrs
-    key = (op.name, inst.shape, tuple(shapes), tuple(map(attrs.get, op.attr_names)))
+    values = tuple(map(attrs.get, op.attr_names))
+    if INFER_READS_SIGNATURE in op.traits:    # each reduce has its own reducer: key by
+        values = tuple(_signature(v) if isinstance(v, Computation) else v for v in values)
+    key = (op.name, inst.shape, tuple(shapes), values)
     memo = ctx.infer_memo
     try:
         hit = memo.get(key)
@@ -56,6 +60,13 @@ def check_shape(inst, ctx) -> None:
         return
     if hit[1] is not None:
         compare_shape(inst, hit[1], ctx)
+
+
+def _signature(comp: Computation) -> tuple:
+    """What a rule with INFER_READS_SIGNATURE reads of a called computation."""
+    root = comp.root
+    return ("computation", tuple(p.shape for p in comp.parameters),
+            None if root is None else root.shape)
 
 
 def compare_shape(inst, inferred, ctx) -> None:

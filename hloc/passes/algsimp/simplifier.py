@@ -82,17 +82,28 @@ def simplify_computation(comp: Computation) -> bool:
 
 def _dynamic(inst: Instruction) -> bool:
     """Bounded-dynamic shapes are left alone (the rules build static shapes)."""
-    for s in [inst.shape] + [o.shape for o in inst.operands]:
-        for leaf in s.leaves():
-            if getattr(leaf, "dynamic", ()) and any(leaf.dynamic):
-                return True
+    if _dynamic_shape(inst.shape):
+        return True
+    for o in inst.operands:
+        if _dynamic_shape(o.shape):
+            return True
     return False
+
+
+def _dynamic_shape(shape) -> bool:
+    if shape.is_tuple:
+        return any(_dynamic_shape(leaf) for leaf in shape.leaves())
+    dynamic = getattr(shape, "dynamic", ())
+    return bool(dynamic) and any(dynamic)
 
 
 def apply_rules(inst: Instruction, rctx: RuleContext):
     """Try inst's rules in order; return the instructions to revisit, or None."""
+    b = None
     for r in RULES.get(inst.opcode, ()):
-        b = rctx.b = Builder(rctx.comp, before=inst)
+        # Most rules decline without building: reuse the builder while it is untouched.
+        if b is None or b.created or b.after is not None or b.before is not inst:
+            b = rctx.b = Builder(rctx.comp, before=inst)
         result = r.fn(inst, rctx)
         if result is None or result is False:
             for c in reversed(b.created):       # a rule that gave up mid-way
