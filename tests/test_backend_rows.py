@@ -11,6 +11,7 @@ import pytest
 
 import hloc
 from hloc.backend import buffers, compile_module, emit_llvm, parallel, row_groups
+from hloc.backend.expand import for_codegen
 from hloc.cli_backend import prepare_for_cpu
 from hloc.compare import ErrorSpec, near
 from hloc.runner import run_module
@@ -65,7 +66,9 @@ ENTRY e {{
 
 
 def _prepared(text):
-    return prepare_for_cpu(hloc.parse(text), None)
+    """The module the back end lowers: the pipeline's output with its YNN library
+    fusions unwrapped (expand.for_codegen)."""
+    return for_codegen(prepare_for_cpu(hloc.parse(text), None))
 
 
 def _x(module, seed=0):
@@ -220,3 +223,26 @@ def test_unfused_chain_is_one_group(numerics, tmp_path):
     got = np.asarray(compile_module(module, numerics=numerics, cache_dir=tmp_path).run([x]))
     r = near(ref, got, ErrorSpec(abs=0, rel=0) if numerics == "ieee" else ErrorSpec(abs=1e-6, rel=1e-5))
     assert r.ok, r.message
+
+
+def test_library_fusions_unwrapped_for_codegen():
+    """The pipeline wraps softmax's reductions and their neighbours into one YNN library
+    fusion (as XLA:CPU does); the back end, which has no YNNPACK, lowers its body fused by
+    hloc's own fusion instead (one elemental kernel would recompute each row's reduction
+    per element). A YNN fusion of one dot stays for BLAS."""
+    module = prepare_for_cpu(hloc.parse(SOFTMAX), None)
+    assert [i.attrs.get("kind") for i in module.entry.instructions
+            if i.opcode == "fusion"] == ["kCustom"]
+    lowered = for_codegen(module)
+    kinds = [i.attrs.get("kind") for i in lowered.entry.instructions if i.opcode == "fusion"]
+    assert kinds and "kCustom" not in kinds
+    assert [i.opcode for i in lowered.entry.instructions].count("reduce") == 2
+    dot = prepare_for_cpu(hloc.parse("""HloModule d
+ENTRY e {
+  a = f32[128,128] parameter(0)
+  b = f32[128,128] parameter(1)
+  ROOT d = f32[128,128] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""), None)
+    assert "__ynn_fusion" in hloc.to_text(dot)
+    assert for_codegen(dot) is dot
