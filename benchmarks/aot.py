@@ -32,6 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from timing import best  # noqa: E402  (benchmarks/timing.py)
 DUMPS = ROOT / "testdata" / "dumps"
 
 from run import _sum_xyz  # noqa: E402  (benchmarks/run.py: the same program as its table)
@@ -67,16 +68,6 @@ def _npz(prog):
     from hloc.inputs import load_npz
     d = load_npz(DUMPS / f"{prog}.npz")
     return [d[f"in{i}"] for i in range(sum(1 for k in d if k.startswith("in") and k[2:].isdigit()))]
-
-
-def _best(f, repeat):
-    f()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t0)
-    return min(ts) * 1e6
 
 
 def _xla(text, inputs, repeat, python):
@@ -149,7 +140,7 @@ def main():
             c_best, c_med = map(float, r.stdout.split())
             exe = compile_module(module, threads=opts.threads)
             bound = bind_arguments(module, inputs)
-            hl = _best(lambda: exe.run(bound), opts.repeat)
+            hl = best(lambda: exe.run(bound), opts.repeat, warmup=True)[0] * 1e6
             ref = flatten_leaves(exe.run(bound), module.entry.root.shape)
             shapes = [s for s in module.entry.root.shape.leaves() if s.dtype.is_array]
             for j, (s, e) in enumerate(zip(shapes, ref)):

@@ -31,7 +31,7 @@ import hloc  # noqa: E402
 from hloc.backend import compile_module, conv_gemm  # noqa: E402
 from hloc.cli_backend import prepare_for_cpu  # noqa: E402
 from hloc.compare import ErrorSpec, near  # noqa: E402
-from run import _best  # noqa: E402  (benchmarks/run.py)
+from timing import best  # noqa: E402  (benchmarks/timing.py)
 
 NEVER = 1 << 62
 
@@ -118,7 +118,7 @@ def run_case(name, module_fn, args, work, repeat, threads, xla_fn=None):
                            ("aot", conv_gemm.CONV_GEMM_MIN_WORK, "emitted")):
         exe, taken, n = _compiled(module_fn, thr, gemm, threads)
         exe.run(args)
-        times[key], outs[key] = _best(lambda: exe.run(args), repeat)
+        times[key], outs[key] = best(lambda: exe.run(args), repeat)
         if key in ("default", "aot"):
             picked += f"{'' if key == 'default' else ','}{taken}/{n}"
     if xla_fn is not None:
@@ -151,7 +151,7 @@ def conv_cases(repeat, threads):
                 x, k, (1, 1), list(pads), dimension_numbers=("NHWC", "HWIO", "NHWC")))
             dev = [jax.device_put(a) for a in args]
             f(*dev).block_until_ready()
-            t, out = _best(lambda: f(*dev).block_until_ready(), repeat)
+            t, out = best(lambda: f(*dev).block_until_ready(), repeat)
             return t, np.asarray(out)
         run_case(name, lambda text=text: hloc.parse(text), args, work, repeat, threads,
                  xla_fn if jax is not None else None)
@@ -220,7 +220,7 @@ def _xla_step(jax, f, tree, repeat):
         g = jax.jit(f)
         dev = jax.tree.map(jax.device_put, tree)
         jax.block_until_ready(g(*dev))
-        t, out = _best(lambda: jax.block_until_ready(g(*dev)), repeat)
+        t, out = best(lambda: jax.block_until_ready(g(*dev)), repeat)
         return t, [np.asarray(v) for v in jax.tree_util.tree_leaves(out)]
     return run
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 
@@ -27,6 +26,7 @@ def main():
     os.environ["OPENBLAS_NUM_THREADS"] = str(opts.threads)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import numpy as np
+    from timing import best     # benchmarks/timing.py
 
     import hloc
     from hloc.backend import compile_module
@@ -46,24 +46,14 @@ ENTRY e {{
         times = {}
         for g in ("blas", "emitted"):
             exe = compile_module(m, gemm=g, threads=opts.threads)
-            times[g] = _best(lambda: exe.run([a, b]), opts.repeat)
+            times[g] = best(lambda: exe.run([a, b]), opts.repeat, warmup=True)[0]
             err = np.abs(exe.run([a, b]) - a.astype(np.float64) @ b).max()
             assert err < 1e-2 * np.sqrt(n), err
         out = np.empty((n, n), npdt)
-        times["np"] = _best(lambda: np.matmul(a, b, out=out), opts.repeat)
+        times["np"] = best(lambda: np.matmul(a, b, out=out), opts.repeat, warmup=True)[0]
         gf = 2 * n ** 3 / times["emitted"] / 1e9
         print(f"{n:6d} {times['blas'] * 1e3:12.2f} {times['np'] * 1e3:13.2f} {times['emitted'] * 1e3:11.2f} "
               f"{gf:8.1f} {times['emitted'] / times['blas']:17.2f}")
-
-
-def _best(f, repeat):
-    f()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from timing import best  # noqa: E402  (benchmarks/timing.py)
 
 REDUCERS = """%add (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
@@ -67,16 +67,6 @@ def programs(r: int, c: int) -> dict[str, str]:
     }
 
 
-def _best(fn, repeat: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def hloc_time(text: str, x, mof: bool, repeat: int) -> tuple[int, float]:
     import hloc
     from hloc.passes import default_pipeline
@@ -86,7 +76,7 @@ def hloc_time(text: str, x, mof: bool, repeat: int) -> tuple[int, float]:
     kernels = sum(1 for i in module.entry.instructions
                   if i.opcode not in ("parameter", "constant", "tuple", "get-tuple-element"))
     exe = hloc.compile(module)
-    return kernels, _best(lambda: exe.run([x]), repeat)
+    return kernels, best(lambda: exe.run([x]), repeat, warmup=True)[0]
 
 
 def xla_worker(mof: str, rows: int, cols: int, repeat: int) -> None:

@@ -23,6 +23,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from timing import best  # noqa: E402  (benchmarks/timing.py)
 
 import hloc  # noqa: E402
 from hloc.backend import compile_module  # noqa: E402
@@ -82,21 +83,14 @@ ENTRY e {{ x = f32[1024] parameter(0)
  ROOT r = f32[1024] get-tuple-element(w), index=1 }}"""
 
 
-def _best(fn, repeat: int) -> tuple[float, object]:
-    best, value = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        value = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3, value
-
-
 def _case(name, m, args, repeat):
     t0 = time.perf_counter()
     exe = compile_module(m)
     compile_s = time.perf_counter() - t0
-    tc, got = _best(lambda: run_devices(exe, args), repeat)
-    ti, want = _best(lambda: interp_devices(m, args), max(1, min(repeat, 3)))
+    tc, got = best(lambda: run_devices(exe, args), repeat)
+    tc *= 1e3
+    ti, want = best(lambda: interp_devices(m, args), max(1, min(repeat, 3)))
+    ti *= 1e3
     ok = all(near(w, g, ErrorSpec(1e-3, 1e-3)).ok for w, g in zip(want, got))
     print(f"| {name} | {len(args)} | {tc:.2f} | {ti:.2f} | {ti / tc:.1f}x | {compile_s:.2f} | "
           f"{'yes' if ok else 'NO'} |")

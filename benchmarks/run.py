@@ -36,6 +36,7 @@ from hloc.cli_backend import prepare_for_cpu  # noqa: E402
 from hloc.compare import ErrorSpec, near  # noqa: E402
 from hloc.inputs import bind_arguments, flatten_leaves, load_npz  # noqa: E402
 from hloc.runner import run_module  # noqa: E402
+from timing import best  # noqa: E402  (benchmarks/timing.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -200,7 +201,7 @@ def _stream_time(nbytes, repeat):
     half = nbytes // 2
     src, dst = np.ones(half, np.uint8), np.empty(half, np.uint8)
     np.copyto(dst, src)
-    return _best(lambda: np.copyto(dst, src), repeat)[0]
+    return best(lambda: np.copyto(dst, src), repeat)[0]
 
 
 def _xla_text(text, args, repeat):
@@ -227,16 +228,7 @@ def _xla_text(text, args, repeat):
     def call():
         return jax.block_until_ready(exe.execute_sharded(dev).disassemble_into_single_device_arrays())
     call()
-    return compile_s, _best(call, repeat)[0]
-
-
-def _best(fn, repeat):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+    return compile_s, best(call, repeat)[0]
 
 
 def _xla_time(name, args, repeat):
@@ -261,7 +253,7 @@ def _xla_time(name, args, repeat):
     f = jax.jit(fns[name]).lower(*dev).compile()
     compile_s = time.perf_counter() - t0
     f(*dev).block_until_ready()
-    t, out = _best(lambda: f(*dev).block_until_ready(), repeat)
+    t, out = best(lambda: f(*dev).block_until_ready(), repeat)
     return t, compile_s
 
 
@@ -292,12 +284,12 @@ def main(argv=None):
         breakdown.append((name, exe.compile_times, time.process_time() - c0))
         threads = exe.threads
         exe.run(args)
-        t_hloc, out = _best(lambda: exe.run(args), opts.repeat)
+        t_hloc, out = best(lambda: exe.run(args), opts.repeat)
         out = np.array(out)
-        t_np, ref = _best(lambda: np_fn(*args), max(3, opts.repeat // 2))
+        t_np, ref = best(lambda: np_fn(*args), max(3, opts.repeat // 2))
         t_int = None
         if not opts.no_interpreter:
-            t_int, iout = _best(lambda: run_module(module, args).value, 2)
+            t_int, iout = best(lambda: run_module(module, args).value, 2)
             assert near(np.asarray(ref, np.float32), np.asarray(iout), ErrorSpec(1e-3, 1e-3)).ok
         assert near(np.asarray(ref, np.float32), out, ErrorSpec(1e-3, 1e-3)).ok, name
         t_stream = _stream_time(STREAM_BYTES[name], opts.repeat) if name in STREAM_BYTES else None
@@ -319,10 +311,10 @@ def main(argv=None):
         got = exe.run(args)
         for g, w in zip(flatten_leaves(got, module.entry.root.shape), want):
             assert near(np.asarray(w), np.asarray(g), ErrorSpec(1e-3, 1e-3)).ok, name
-        t_hloc, _ = _best(lambda: exe.run(args), opts.repeat)
+        t_hloc, _ = best(lambda: exe.run(args), opts.repeat)
         t_int = None
         if not opts.no_interpreter and "scan" not in name:
-            t_int, _ = _best(lambda: run_module(module, args).value, 1)
+            t_int, _ = best(lambda: run_module(module, args).value, 1)
         xla_compile, t_xla = _xla_text(text, ins, opts.repeat)
         rows.append((name, t_hloc, compile_s, t_int, None, None, t_xla, xla_compile))
         _profile(opts, name, module, args, kw)

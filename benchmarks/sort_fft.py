@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from timing import best  # noqa: E402  (benchmarks/timing.py)
 
 import hloc  # noqa: E402
 from hloc.backend import compile_module  # noqa: E402
@@ -82,15 +83,6 @@ def _cases(rng):
     ]
 
 
-def _best(fn, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def _check(got, want, how):
     got = got if isinstance(got, (tuple, list)) else [got]
     want = want if isinstance(want, tuple) else [want]
@@ -124,14 +116,14 @@ def main() -> int:
             compile_s = time.perf_counter() - t0
             got = exe.run(ins)
             ok = _check(got, want, how)
-            th = _best(lambda: exe.run(ins), args.repeat)
-            tn = _best(np_fn, args.repeat)
+            th = best(lambda: exe.run(ins), args.repeat)[0]
+            tn = best(np_fn, args.repeat)[0]
             tx = float("nan")
             if jax is not None:
                 f = jax.jit(jax_fn(jnp))
                 dev = [jnp.asarray(a) for a in ins]
                 jax.block_until_ready(f(*dev))
-                tx = _best(lambda: jax.block_until_ready(f(*dev)), args.repeat)
+                tx = best(lambda: jax.block_until_ready(f(*dev)), args.repeat)[0]
             print(f"{name:22} {compile_s:9.2f} {th * 1e3:9.1f} {tn * 1e3:9.1f} {tx * 1e3:9.1f} "
                   f"{th / tn:7.2f} {th / tx:7.2f} {ok}", flush=True)
     return 0
