@@ -16,19 +16,15 @@ value would recompute the reduction per element: quadratic work.
 """
 from __future__ import annotations
 
+from ..passes.ynn_support import is_ynn_fusion
+from .library_fusion import single_op
+
 _BATCH_NORM = frozenset({"batch-norm-training", "batch-norm-inference", "batch-norm-grad"})
 
 
 def _library_subgraph(inst) -> bool:
     """A YNN library fusion that is more than one dot or convolution of its parameters."""
-    if inst.opcode != "fusion" or inst.attrs.get("kind") != "kCustom":
-        return False
-    config = inst.attrs.get("backend_config")
-    if "__ynn_fusion" not in (getattr(config, "text", config) or ""):
-        return False
-    comp = inst.attrs["calls"]
-    return not (comp.root.opcode in ("dot", "convolution") and
-                len(comp.instructions) == len(comp.parameters) + 1)
+    return is_ynn_fusion(inst) and not single_op(inst)
 
 
 def _unwrap_library_fusions(module) -> None:

@@ -43,17 +43,22 @@ class _Emitter:
             setattr(self._em, name, value)
 
 
+def single_op(fusion) -> bool:
+    """Is `fusion`'s computation one dot or convolution of its parameters?"""
+    comp = fusion.attrs["calls"]
+    root = comp.root
+    return root.opcode in ("dot", "convolution") and \
+        len(comp.instructions) == len(comp.parameters) + 1 and \
+        all(o.opcode == "parameter" for o in root.operands)
+
+
 def plan(inst, options):
     """(view, how) for a fusion computing one dot or convolution that blas/conv_gemm
     take, else None."""
-    if inst.opcode != "fusion" or inst.shape.is_tuple:
+    if inst.opcode != "fusion" or inst.shape.is_tuple or not single_op(inst):
         return None
-    comp = inst.attrs["calls"]
-    root = comp.root
-    if root.opcode not in ("dot", "convolution") or \
-            len(comp.instructions) != len(comp.parameters) + 1 or \
-            any(o.opcode != "parameter" for o in root.operands) or \
-            str(root.shape) != str(inst.shape):
+    root = inst.attrs["calls"].root
+    if str(root.shape) != str(inst.shape):
         return None
     view = _View(inst, root)
     how = (blas if root.opcode == "dot" else conv_gemm).plan(view, options)
