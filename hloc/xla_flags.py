@@ -207,18 +207,20 @@ def _backend_extra(value: str) -> list[str]:
     return out
 
 
-def cpu_options_from_env(text: str | None) -> dict[str, bool]:
-    """XLA:CPU options in an XLA_FLAGS value that hloc opt does:
-    {"xla_cpu_use_multi_output_fusion": bool} when XLA_FLAGS sets it."""
-    out: dict[str, bool] = {}
+def _env_flags(text: str | None):
+    """(name, value or None) of each `--flag[=value]` word of an XLA_FLAGS value."""
     try:
         words = shlex.split(text or "")
     except ValueError:
         words = (text or "").split()
-    for w in words:
-        if not w.startswith("--"):
-            continue
-        name, value = _split(w)
+    return [_split(w) for w in words if w.startswith("--")]
+
+
+def cpu_options_from_env(text: str | None) -> dict[str, bool]:
+    """XLA:CPU options in an XLA_FLAGS value that hloc opt does:
+    {"xla_cpu_use_multi_output_fusion": bool} when XLA_FLAGS sets it."""
+    out: dict[str, bool] = {}
+    for name, value in _env_flags(text):
         if name == "xla_backend_extra_options" and value is not None:
             for key, val in _extra_options(value).items():
                 if key in _BACKEND_EXTRA:
@@ -250,13 +252,7 @@ class Options(set):
 def pass_flags_from_env(text: str | None) -> dict[str, str]:
     """`xla_disable_hlo_passes` / `xla_enable_hlo_passes_only` values in XLA_FLAGS."""
     out: dict[str, str] = {}
-    try:
-        words = shlex.split(text or "")
-    except ValueError:
-        words = (text or "").split()
-    for w in words:
-        if w.startswith("--"):
-            name, value = _split(w)
-            if name in ("xla_disable_hlo_passes", "xla_enable_hlo_passes_only") and value:
-                out[name] = value
+    for name, value in _env_flags(text):
+        if name in ("xla_disable_hlo_passes", "xla_enable_hlo_passes_only") and value:
+            out[name] = value
     return out
