@@ -21,7 +21,7 @@ from .profile import site_of
 from .context import ptr_arg
 from .inplace import inplace_state
 from .kernels import data_parallel, emit_kernel
-from .loops import i64
+from .loops import at_entry, i64
 from .types import I1, I8, I32, I64, PTR, VOID, TypeUnsupported, opaque
 
 COMP_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR])
@@ -90,10 +90,7 @@ class _Emitter:
             return p
         b = self.b
         params, outs, temp = self.fn.args
-        with b.goto_entry_block():
-            insts = self.fn.entry_basic_block.instructions
-            if insts:
-                b.position_before(insts[0])
+        with at_entry(b, self.fn):
             if buf.kind == "param":
                 p = ptr_arg(b, params, buf.index)
             elif buf.kind == "out":
@@ -110,10 +107,7 @@ class _Emitter:
     def ptr_array(self, bufs) -> ir.Value:
         b = self.b
         arr_t = ir.ArrayType(PTR, max(len(bufs), 1))
-        with b.goto_entry_block():
-            insts = self.fn.entry_basic_block.instructions
-            if insts:
-                b.position_before(insts[0])
+        with at_entry(b, self.fn):
             slot = opaque(b, b.alloca(arr_t))
         for k, buf in enumerate(bufs):
             b.store(self.ptr(buf), b.gep(slot, [i64(0), ir.Constant(I32, k)], source_etype=arr_t,

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from .loops import for_range, i64, minor_to_major, strides
+from .loops import at_entry, for_range, i64, minor_to_major, strides
 from .types import F32, F64, I1, I32, opaque
 
 # Below this many multiply-adds the direct loops are as fast. benchmarks/conv.py, 2 shared
@@ -213,10 +213,7 @@ def _scratch(em):
         size = max((p.chunk * p.slice_k * p.dt.np.itemsize for i in em.comp.instructions
                     if (p := _any_plan(i, em.mcx.options)) is not None), default=0)
         b = em.b
-        with b.goto_entry_block():
-            insts = em.fn.entry_basic_block.instructions
-            if insts:
-                b.position_before(insts[0])
+        with at_entry(b, em.fn):
             arr = b.alloca(ir.ArrayType(ir.IntType(8), max(size, 1)), name="im2col")
             arr.align = 64
             slot = opaque(b, arr)

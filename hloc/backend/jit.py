@@ -28,7 +28,7 @@ from . import compile_threads, partition, runtime
 from .buffers import alias_leaves
 from .cache import cache_key
 from .computation import Functions
-from .context import ModuleContext, Options
+from .context import ModuleContext, Options, gc_paused
 from .types import I32, PTR, VOID
 
 ENTRY = "hloc_entry"
@@ -72,6 +72,7 @@ class Lowered:
         self.sites = list(sites)         # profiled kernel sites (hloc.backend.profile)
 
 
+@gc_paused
 def lower(module, options: Options) -> Lowered:
     from .expand import for_codegen
     module = for_codegen(module)          # batch-norm expanded, as XLA:CPU always does

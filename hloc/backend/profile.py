@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from . import runtime
+from .loops import at_entry
 from .types import I32, I64, PTR
 
 GLOBAL = "hloc_profile"
@@ -70,10 +71,7 @@ class Profiler:
         k = len(self.sites)
         self.sites.append(site)
         b = em.b
-        with b.goto_entry_block():
-            insts = em.fn.entry_basic_block.instructions
-            if insts:
-                b.position_before(insts[0])
+        with at_entry(b, em.fn):
             slot = b.alloca(ir.ArrayType(I64, 2), name="ts")
         t0 = self._now(b, slot)
         yield

@@ -30,7 +30,7 @@ from llvmlite import ir
 from .context import KernelBuilder, ptr_arg
 from .kernels import KERNEL_TYPE, _fusion_env
 from .inplace import dus_base
-from .loops import Index, for_range, i64, minor_to_major
+from .loops import Index, at_entry, for_range, i64, minor_to_major
 from . import parallel
 from .parallel import kernel_work
 from .registry import ELEMENTAL
@@ -298,10 +298,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
 
 def _alloca(kb, n: int, name: str):
     b = kb.b
-    with b.goto_entry_block():
-        first = kb.fn.entry_basic_block.instructions
-        if first:
-            b.position_before(first[0])
+    with at_entry(b, kb.fn):
         a = b.alloca(ir.ArrayType(I8, n), name=name)
         a.align = 64
         return opaque(b, a)

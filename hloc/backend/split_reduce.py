@@ -23,7 +23,7 @@ from llvmlite import ir
 
 from .context import KernelBuilder, ptr_arg
 from .kernels import KERNEL_TYPE
-from .loops import Index, i64
+from .loops import Index, at_entry, i64
 from .parallel import CHUNK, MAX_GROUPS, MIN_WORK, kernel_work  # fixed at import: the split
 from .registry import emitter as emitter_of
 from .structural import reader
@@ -192,10 +192,7 @@ def emit(em, inst, split: Split) -> None:
     b = em.b
     dt = split.reduce.shape.dtype
     arr_t = ir.ArrayType(compute_type(dt), split.nwg)
-    with b.goto_entry_block():
-        insts = em.fn.entry_basic_block.instructions
-        if insts:
-            b.position_before(insts[0])
+    with at_entry(b, em.fn):
         parts = opaque(b, b.alloca(arr_t, name=f"{inst.name}.partials"))
     ins = [x for o in inst.operands for x in em.leaves(o)]
     partial, final = emit_partial(em.mcx, inst, split), emit_final(em.mcx, inst, split)
@@ -209,10 +206,7 @@ def emit(em, inst, split: Split) -> None:
 def _ptrs(em, values) -> ir.Value:
     b = em.b
     arr_t = ir.ArrayType(PTR, len(values))
-    with b.goto_entry_block():
-        insts = em.fn.entry_basic_block.instructions
-        if insts:
-            b.position_before(insts[0])
+    with at_entry(b, em.fn):
         slot = opaque(b, b.alloca(arr_t))
     for k, v in enumerate(values):
         b.store(v, b.gep(slot, [i64(0), ir.Constant(I32, k)], source_etype=arr_t, inbounds=True))
