@@ -18,6 +18,9 @@ first range itself and joins the others. A pthread that cannot be started has it
 range run inline after the joins (same results). New threads inherit the caller's
 floating-point environment (pthread_create(3)), so xla-cpu's FTZ/DAZ holds in them.
 Thread start and join cost ~10-50 us, paid only by kernels of >= MIN_WORK bytes.
+The two runtime functions are `noinline optnone` (RUNTIME_ATTRS): left to O3 they took
+more than half of LLVM's time on a one-kernel module (x*x+2x+1: 40 of 48 ms compile,
+22 ms without), for code whose cost is the pthread calls it makes.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ MAX_THREADS = 64
 MIN_WORK = 1 << 20          # bytes (or weighted multiply-adds) below which a kernel runs inline
 CHUNK = 1 << 20
 MAX_GROUPS = 32
+RUNTIME_ATTRS = ("noinline", "optnone")     # LLVM's optnone requires noinline
 
 
 def _bytes(shape) -> int:
@@ -116,6 +120,8 @@ def parallel_function(mcx) -> ir.Function:
     join = mcx.intrinsic("pthread_join", I32, [I64, PTR])
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64]), name="hloc.parallel")
     fn.linkage = "internal"
+    for a in RUNTIME_ATTRS:
+        fn.attributes.add(a)
     kernel, args, nwg = fn.args
     kernel.name, args.name, nwg.name = "kernel", "args", "nwg"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -179,6 +185,8 @@ def _worker(mcx) -> ir.Function:
     """`ptr hloc.worker(ptr task)`: run work groups [lo, hi) of the task's kernel."""
     fn = ir.Function(mcx.module, ir.FunctionType(PTR, [PTR]), name="hloc.worker")
     fn.linkage = "internal"
+    for a in RUNTIME_ATTRS:
+        fn.attributes.add(a)
     (task,) = fn.args
     task.name = "task"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
