@@ -36,6 +36,7 @@ Layout (one job per module):
   expand.py       expansions XLA:CPU always applies (batch-norm), on a clone, before lowering
   jit.py          lowering, new-PM optimisation, object emission, MCJIT loading
   partition.py    a large LLVM module as parts that compile independently
+  irtext.py       LLVM IR text of llvmlite functions (llvmlite's bytes, faster)
   compile_threads.py  the parts' parse/optimise/emit on threads (unlocked llvmlite calls)
   cache.py        the on-disk object cache
   executable.py   Executable: NumPy arguments/results bound to the native entry

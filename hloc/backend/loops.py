@@ -18,8 +18,20 @@ ONE = ir.Constant(I64, 1)
 ZERO = ir.Constant(I64, 0)
 
 
+# i64 constants are shared values (llvmlite never changes a Constant), so each number is
+# built and its text formatted once rather than per use: ~10k uses in a large module.
+_I64: dict[int, ir.Constant] = {0: ZERO, 1: ONE}
+_I64_CACHED = 1 << 14
+
+
 def i64(v: int) -> ir.Constant:
-    return ir.Constant(I64, int(v))
+    v = int(v)
+    c = _I64.get(v)
+    if c is None:
+        c = ir.Constant(I64, v)
+        if len(_I64) < _I64_CACHED:
+            _I64[v] = c
+    return c
 
 
 def clamp_i64(b: ir.IRBuilder, v, lo: int, hi: int):

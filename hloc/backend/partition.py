@@ -28,6 +28,8 @@ import re
 
 from llvmlite import ir
 
+from . import irtext
+
 _REF = re.compile(r'@"((?:[^"\\]|\\.)*)"')
 _PRIVATE = ("private", "internal")
 
@@ -74,7 +76,7 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
               f'target datalayout = "{module.data_layout}"', ""]
     header += [t.get_declaration() for t in module.get_identified_types().values()]
     values = list(module.globals.values())
-    texts = {v.name: str(v) for v in values}
+    texts = {v.name: irtext.text(v) for v in values}     # = str(v), faster
     whole = "\n".join(header + [texts[v.name] for v in values])
     defined = [v for v in values if isinstance(v, ir.Function) and not v.is_declaration]
     parts = min(max_parts, -(-sum(len(texts[f.name]) for f in defined) // max(part_bytes, 1)))
