@@ -27,7 +27,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .loops import for_range, i64, minor_to_major
-from .types import I8, I32, I64, PTR, opaque
+from .types import I8, I32, I64, PTR, itemsize, opaque
 
 NTHREADS = "hloc_nthreads"
 MAX_THREADS = 64
@@ -38,7 +38,6 @@ RUNTIME_ATTRS = ("noinline", "optnone")     # LLVM's optnone requires noinline
 
 
 def _bytes(shape) -> int:
-    from .types import itemsize
     return sum(s.size * itemsize(s.dtype) for s in shape.leaves() if s.dtype.is_array)
 
 

@@ -17,7 +17,7 @@ from ..ir.shape import ArrayShape
 from .conversions import convert_value
 from .loops import Index, clamp_i64, i64, is_default_layout, minor_to_major
 from .registry import emits
-from .types import I64, const, load_elem
+from .types import I64, const, load_elem, storage_type
 from .elementwise import select_value
 
 
@@ -27,7 +27,6 @@ def scalar_index(b, dtype) -> Index:
 
 def reader(kb_getter, shape, base_ptr_fn):
     """A generator reading elements of a buffer with `shape` at `base_ptr_fn()`."""
-    from .types import storage_type
     st = storage_type(shape.dtype)
 
     def read(index):
@@ -228,7 +227,6 @@ def _start(kb, inst, ops, k, limit, element=None):
     """Start index operand k (a scalar, or element `element` of a vector of start
     indices, the old form), clamped to [0, limit] as HLO defines."""
     b = kb.b
-    from ..ir.dtypes import DTYPES
     shape = inst.operands[k].shape
     sdt = shape.dtype
     if element is None:
@@ -241,7 +239,6 @@ def _start(kb, inst, ops, k, limit, element=None):
         v = b.zext(v, I64) if sdt.bits < 64 else v
         if sdt.bits == 64:       # u64 above INT64_MAX counts as large, not negative
             v = b.select(b.icmp_signed("<", v, i64(0)), i64(limit), v)
-    _ = DTYPES
     return clamp_i64(b, v, 0, max(limit, 0))
 
 

@@ -17,6 +17,7 @@ only see compute values, and results are rounded back to storage on the way out:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from llvmlite import ir
 
@@ -46,8 +47,9 @@ class TypeUnsupported(Exception):
     """An element type the back end does not compile yet."""
 
 
+@lru_cache(maxsize=None)
 def _narrow(dt) -> bool:
-    from .narrow_floats import NARROW
+    from .narrow_floats import NARROW        # (narrow_floats imports this module)
     return dt.name in NARROW
 
 
