@@ -44,14 +44,20 @@ def require(name: str) -> None:
         raise AssertionError(f"runtime symbol {name} is not on the allowlist")
 
 
+# glibc's sonames, tried first: ctypes.util.find_library runs `ldconfig -p` in a
+# subprocess per name, ~10 ms of every process's first compile (each `hloc run`).
+_SONAMES = {"m": "libm.so.6", "c": "libc.so.6"}
+
+
 def _libraries():
     libs = []
     for lib in ("m", "c"):
-        path = ctypes.util.find_library(lib)
-        try:
-            libs.append(ctypes.CDLL(path))
-        except OSError:
-            continue
+        for path in (_SONAMES[lib], None):
+            try:
+                libs.append(ctypes.CDLL(path or ctypes.util.find_library(lib)))
+                break
+            except OSError:
+                continue
     libs.append(ctypes.CDLL(None))
     blas = openblas()
     if blas is not None:
