@@ -53,25 +53,28 @@ def post_order_from(starts, comp: Computation | None = None, deps=xla_deps,
     calls) holds the instructions already emitted."""
     done = set() if done is None else done
     out: list = []
+    emit, mark = out.append, done.add
+    plain = deps is xla_deps    # operands, inline, unless there are control edges
     for start in starts:
         if start in done:
             continue
-        done.add(start)
+        mark(start)
         stack = [(start, iter(deps(start)))]
+        push, pop = stack.append, stack.pop
         while stack:
             inst, it = stack[-1]
             for d in it:
                 if d not in done and (comp is None or d.parent is comp):
-                    done.add(d)
-                    ds = deps(d)
+                    mark(d)
+                    ds = d.operands if plain and not d.control_predecessors else deps(d)
                     if not ds:          # a leaf (parameter, constant): no stack entry
-                        out.append(d)
+                        emit(d)
                         continue
-                    stack.append((d, iter(ds)))
+                    push((d, iter(ds)))
                     break
             else:
-                stack.pop()
-                out.append(inst)
+                pop()
+                emit(inst)
     return out
 
 

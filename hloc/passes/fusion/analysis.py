@@ -296,15 +296,19 @@ def _same_dims_layout(a, b) -> bool:
     return a.dims == b.dims and (a.layout or None) == (b.layout or None)
 
 
-def real_user_count(inst) -> int:
-    """Users of `inst`, counting the users of the fused parameter for fusion users."""
+def real_user_count(inst, enough: int | None = None) -> int:
+    """Users of `inst`, counting the users of the fused parameter for fusion users;
+    with `enough`, counting stops once the count exceeds it (the caller only asks
+    whether it does: a producer can have thousands of fusion users)."""
     n = 0
-    for u in unique_users(inst):
+    for u in inst.users:
         if u.opcode == "fusion":
             i = u.operands.index(inst)
-            n += len(unique_users(fused_computation(u).parameters[i]))
+            n += len(fused_computation(u).parameters[i].users)
         else:
             n += 1
+        if enough is not None and n > enough:
+            break
     return n
 
 
@@ -315,4 +319,4 @@ def code_duplication_too_high(evaluation: IndexingEvaluation, producer) -> bool:
     if emitted > ALLOWED_CODE_DUPLICATION:
         return True
     return producer.opcode in _INVALIDATES_CACHE and \
-        (emitted > 1 or real_user_count(producer) > 1)
+        (emitted > 1 or real_user_count(producer, enough=1) > 1)
