@@ -400,7 +400,7 @@ def _safe_slice_into_dus_fusion(producer, consumer, dus) -> bool:
 def in_place_conflict(producer, consumer) -> str | None:
     for n, in_place in _in_place_pairs(consumer):
         buffer = consumer.operands[n]
-        if any(j != n and o is buffer for j, o in enumerate(consumer.operands)):
+        if consumer.operands.count(buffer) > 1:     # another slot holds it too
             return ("The consumer is an in-place operation that has an additional "
                     "operand that has the same value as the in-place buffer")
         if not (buffer is producer or buffer in producer.operands):
