@@ -38,6 +38,9 @@ MAX_CONSTANT_BYTES = 1 << 26        # larger constants are not compared (memory)
 _PLAIN = frozenset({str, int, bool, float})    # attribute values that are their own key
 
 
+_DTYPE_NAMES: dict = {}     # numpy dtype -> str(dtype) (numpy builds the name each time)
+
+
 def _first(item):
     return item[0]
 
@@ -243,7 +246,10 @@ def _literal_bytes(shape, literal, limit: int | None = MAX_CONSTANT_BYTES):
         if limit is not None and shape.size * max(1, shape.dtype.bits // 8) > limit:
             return None
         value = np.ascontiguousarray(np.asarray(literal.value))
-        return (str(value.dtype), value.shape, value.tobytes())
+        name = _DTYPE_NAMES.get(value.dtype)
+        if name is None:
+            name = _DTYPE_NAMES[value.dtype] = str(value.dtype)
+        return (name, value.shape, value.tobytes())
     elements = getattr(shape, "elements", None)
     if elements is None or not isinstance(literal.value, tuple):
         return None
