@@ -541,3 +541,35 @@ def test_fusion_keeps_values_bit_for_bit(prog):
     for i, (a, b) in enumerate(zip(flatten_leaves(want, shape), flatten_leaves(got, shape))):
         assert a.dtype == b.dtype and a.shape == b.shape, f"out{i}"
         assert np.array_equal(_bits(a), _bits(b)), f"out{i} differs after fusion"
+
+
+def _wide_tuple_module(width: int) -> str:
+    """A chain of adds whose every link, and some side values, feed one root tuple."""
+    lines = ["HloModule wide", "", "ENTRY main {", "  p = f32[4] parameter(0)",
+             "  q = f32[4] parameter(1)", "  a0 = f32[4] add(p, q)"]
+    outs, prev = ["a0"], "a0"
+    for n in range(1, width):
+        if n % 7 == 0:          # a value off the chain: reached from q only
+            lines.append(f"  s{n} = f32[4] negate(q)")
+            outs.append(f"s{n}")
+        else:
+            lines.append(f"  a{n} = f32[4] add({prev}, p)")
+            outs.append(prev := f"a{n}")
+    lines.append(f"  ROOT t = ({', '.join(['f32[4]'] * len(outs))}) tuple({', '.join(outs)})")
+    return "\n".join(lines + ["}", ""])
+
+
+@pytest.mark.parametrize("width", [5, 64, 100])
+def test_reachable_operands_matches_reaches(width):
+    # The block test (unions of 32 operands' bits) must give exactly the operands a
+    # per-operand reaches() gives, for sources with bits and for others (walks).
+    from hloc.passes.fusion.analysis import Reachability
+    comp = hloc.parse(_wide_tuple_module(width), "wide").entry
+    order = post_order(comp)
+    root = comp.root
+    for sources in (None, order[::3]):
+        reach = Reachability(order, sources)
+        for a in order:
+            want = [i for i, o in enumerate(root.operands) if reach.reaches(a, o)]
+            assert reach.reachable_operands(a, root) == want
+    assert Reachability(order).reachable_operands(order[0], root) != []

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..ops import CALL_CONTROL_FLOW, CALL_EMBEDDED, call_context
+from ..ops.base import CALLS
 from .module import Computation, Instruction, Module
 
 CONTROL_FLOW = CALL_CONTROL_FLOW
@@ -83,6 +84,8 @@ class CallGraph:
             node = self._nodes[comp]
             callees: dict = {}
             for inst in comp.instructions:
+                if CALLS not in inst.opdef.traits:
+                    continue
                 called = inst.called_computations()
                 if not called:
                     continue

@@ -14,6 +14,15 @@ from typing import Any, Iterator
 from .shape import Shape, TupleShape
 
 
+def _uses(user: "Instruction", op: "Instruction") -> bool:
+    """Whether `op` is among `user`'s operands, i.e. `user` among `op`'s users (the two
+    are kept symmetric): asked of the shorter list, since `in` on a list compares
+    element by element and a shared constant can have thousands of users."""
+    if len(user.operands) <= len(op.users):
+        return op in user.operands
+    return user in op.users
+
+
 class Instruction:
     __slots__ = ("name", "opdef", "opcode", "shape", "operands", "attrs", "users", "parent",
                  "loc", "literal", "parameter_number", "control_predecessors",
@@ -61,23 +70,25 @@ class Instruction:
         old = self.operands[i]
         if old is new:
             return
-        self.operands[i] = new
-        if old not in self.operands:
+        ops = self.operands
+        known = _uses(self, new)
+        ops[i] = new
+        if old not in ops:
             old.users.remove(self)
-        if self not in new.users:
+        if not known:
             new.users.append(self)
 
     def append_operand(self, op: "Instruction") -> None:
+        known = _uses(self, op)
         self.operands.append(op)
-        if self not in op.users:
+        if not known:
             op.users.append(self)
 
     def remove_operand(self, i: int) -> "Instruction":
         """Drop operand slot i (later slots shift down); returns the old operand."""
         old = self.operands.pop(i)
         if old not in self.operands:
-            while self in old.users:
-                old.users.remove(self)
+            old.users.remove(self)
         return old
 
     def replace_all_uses_with(self, new: "Instruction") -> None:
@@ -91,6 +102,7 @@ class Instruction:
                 kept.append(user)
                 continue
             ops = user.operands
+            known = _uses(user, new)
             if len(ops) < 8:
                 for i, op in enumerate(ops):
                     if op is self:
@@ -100,7 +112,7 @@ class Instruction:
                 for _ in range(ops.count(self)):
                     i = ops.index(self, i)
                     ops[i] = new
-            if user not in new.users:
+            if not known:
                 new.users.append(user)
             if user.opdef.name == "fusion":
                 fusions.append(user)
@@ -281,9 +293,12 @@ class Computation:
             raise ValueError(f"cannot remove {inst.name}: it still has users")
         if inst.parent is not self or inst in self._gone:
             raise ValueError(f"{inst.name} is not an instruction of {self.name}")
-        for op in inst.operands:
-            if inst in op.users:
-                op.users.remove(inst)
+        ops = inst.operands
+        for op in (dict.fromkeys(ops) if len(ops) > 1 else ops):
+            try:
+                op.users.remove(inst)   # listed once: one scan, not `in` then remove
+            except ValueError:
+                pass
         if inst.control_predecessors or inst.control_successors:
             inst.drop_all_control_deps()
         self._gone.add(inst)

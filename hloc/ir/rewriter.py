@@ -11,7 +11,6 @@ from ..ops import REGISTRY
 from ..ops import has_side_effect as _own_side_effect
 from .module import Computation, Instruction, Module
 
-_SUFFIX = re.compile(r"^(.*)\.(\d+)$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
@@ -42,10 +41,10 @@ class NameUniquer:
             name = name or "_"
             if name[0].isdigit():
                 name = "_" + name
-            m = _SUFFIX.match(name)
-            if m:
-                digits = m.group(2)
-                known = (name, m.group(1), int(digits) if digits[0] != "0" else 0)
+            # `root.N` (root, N); no regex: the name is ASCII by now
+            root, dot, digits = name.rpartition(".")
+            if dot and digits.isdigit():
+                known = (name, root, int(digits) if digits[0] != "0" else 0)
             else:
                 known = (name, name, 0)
             if len(self._clean) > 4096:     # most names are asked once: keep it small

@@ -35,6 +35,14 @@ IGNORED_ATTRS = frozenset({"metadata", "frontend_attributes", "statistics", "ori
 # The zero-operand ops HloCSE merges (replica-id, partition-id): the device-id ops.
 ZERO_OPERAND_CSE = opcodes_with(DEVICE_ID)
 MAX_CONSTANT_BYTES = 1 << 26        # larger constants are not compared (memory)
+_PLAIN = frozenset({str, int, bool, float})    # attribute values that are their own key
+
+
+_DTYPE_NAMES: dict = {}     # numpy dtype -> str(dtype) (numpy builds the name each time)
+
+
+def _first(item):
+    return item[0]
 
 
 @register
@@ -164,12 +172,11 @@ class _Cse:
     def iota_key(self, inst: Instruction):
         return ("iota", inst.attrs.get("iota_dimension"), self.shape_key(inst.shape))
 
-    def operand_key(self, op: Instruction, position: dict):
-        return self.iota_key(op) if op.opcode == "iota" else ("op", position.get(op, -1), id(op))
-
     def instruction_key(self, inst: Instruction, position: dict, shallow: bool = False):
         """The identity key; `shallow`: called computations not compared."""
-        operands = [self.operand_key(o, position) for o in inst.operands]
+        get = position.get      # iotas by what they compute, the rest by identity
+        operands = [("op", get(o, -1), id(o)) if o.opcode != "iota" else self.iota_key(o)
+                    for o in inst.operands]
         if inst.opcode in COMMUTATIVE and len(operands) == 2:
             operands.sort()
         return (inst.opcode, self.shape_key(inst.shape), tuple(operands),
@@ -184,8 +191,10 @@ class _Cse:
             spec = index.get(name)
             if spec is not None and spec.default is not None and value == spec.default:
                 continue
-            items.append((name, self.value_key(value, shallow)))
-        items.sort(key=lambda kv: kv[0])
+            items.append((name, value if type(value) in _PLAIN else
+                          self.value_key(value, shallow)))
+        if len(items) > 1:
+            items.sort(key=_first)
         return tuple(items)
 
     def value_key(self, value, shallow: bool = False):
@@ -237,7 +246,10 @@ def _literal_bytes(shape, literal, limit: int | None = MAX_CONSTANT_BYTES):
         if limit is not None and shape.size * max(1, shape.dtype.bits // 8) > limit:
             return None
         value = np.ascontiguousarray(np.asarray(literal.value))
-        return (str(value.dtype), value.shape, value.tobytes())
+        name = _DTYPE_NAMES.get(value.dtype)
+        if name is None:
+            name = _DTYPE_NAMES[value.dtype] = str(value.dtype)
+        return (name, value.shape, value.tobytes())
     elements = getattr(shape, "elements", None)
     if elements is None or not isinstance(literal.value, tuple):
         return None

@@ -20,7 +20,7 @@ from . import register
 from .base import Pass
 from ..ir.graph import Removal, post_order
 from ..ir.rewriter import has_side_effect
-from ..ops.base import ASYNC
+from ..ops.base import ASYNC, CALLS
 
 _ALLOW_ATTR = re.compile(r'xla_allow_dce_side_effecting_op="(true|false)"')
 
@@ -44,6 +44,8 @@ def run_dce(module: Module) -> bool:
         comp = agenda.pop()
         changed |= remove_dead_instructions(comp, memo)
         for inst in comp.instructions:
+            if CALLS not in inst.opdef.traits:
+                continue
             for callee in inst.called_computations():
                 if callee not in reachable:
                     reachable.add(callee)

@@ -150,20 +150,28 @@ def through_broadcasts(inst: Instruction) -> Instruction:
 
 def is_all(inst: Instruction, value) -> bool:
     """XLA's IsAll: a constant (seen through broadcasts) whose elements all equal value."""
-    arr = constant_array(through_broadcasts(inst))
+    base = through_broadcasts(inst)
+    arr = constant_array(base)
     if arr is None or not isinstance(inst.shape, ArrayShape):
         return False
-    dtype = through_broadcasts(inst).shape.dtype
+    dtype = base.shape.dtype
+    # One element (a broadcast scalar, the usual case): the same comparison without
+    # np.all's reduction machinery, which made this the simplifier's main cost.
+    one = arr.size == 1
     if dtype is PRED:
         if value not in (0, 1, True, False):
             return False
-        return bool(np.all(arr == bool(value)))
+        return bool(arr == bool(value)) if one else bool(np.all(arr == bool(value)))
     if dtype.kind == "uint" and value < 0:
         return False
     if dtype.kind in ("int", "uint"):
-        return bool(np.all(arr.astype(object) == int(value)))
+        same = arr.astype(object) == int(value)
+        return bool(same) if one else bool(np.all(same))
+    wide_type = np.complex128 if dtype.is_complex else np.float64
+    if one:     # widening one float never raises a floating-point error
+        return bool(arr.astype(wide_type) == value)
     with np.errstate(all="ignore"):
-        wide = arr.astype(np.complex128 if dtype.is_complex else np.float64)
+        wide = arr.astype(wide_type)
     return bool(np.all(wide == value))
 
 

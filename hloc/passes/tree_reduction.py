@@ -48,9 +48,18 @@ class TreeReductionRewriter(Pass):
         for comp in module.computations:
             if comp.is_fusion_computation:
                 continue
+            # Nothing to split (every later round of the fixed point): no post order.
+            if not any(i.opcode == "reduce" and _splittable(i) for i in comp.instructions):
+                continue
             for r in [i for i in post_order(comp) if i.opcode == "reduce"]:
                 changed |= _rewrite(r)
         return changed
+
+
+def _splittable(r) -> bool:
+    """What _rewrite needs besides YNNPACK not taking the reduce."""
+    return not r.shape.is_tuple and len(r.operands) == 2 and \
+        _window(r.operands[0].shape.dims, tuple(r.attrs["dimensions"])) is not None
 
 
 def _rewrite(r) -> bool:

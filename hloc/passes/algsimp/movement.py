@@ -10,8 +10,8 @@ import numpy as np
 
 from ...ops import REGISTRY
 from ...ir.graph import is_dead, remove_instruction_and_unused_operands
-from .rules import (compose_permutations, inverse_permutation, is_scalar, reshape_degenerate,
-                    reshape_leaves_dims_unmodified, rule, same)
+from .rules import (common_factors, compose_permutations, inverse_permutation, is_scalar,
+                    reshape_degenerate, reshape_leaves_dims_unmodified, rule, same)
 from ..simplify_util import is_zero_element
 
 ELEMENTWISE = "elementwise"
@@ -182,7 +182,6 @@ def _reshape_bcast(inst, ctx):
 
 @rule("reshape", "reshape(iota) => iota (or a mixed-radix sum of iotas for integers)")
 def _reshape_iota(inst, ctx):
-    from .rules import common_factors
     x = inst.operands[0]
     if x.opcode != "iota":
         return None

@@ -16,6 +16,8 @@ pass asks. Instructions with control dependencies are left alone.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ...ir.module import Computation, Instruction, Module
 from ...ir.graph import (remove_instruction_and_unused_operands, replace_instruction,
                          stable_post_order)
@@ -67,7 +69,8 @@ def simplify_computation(comp: Computation) -> bool:
         budget -= 1
         inst = work.pop()
         queued.discard(id(inst))
-        if inst.parent is not comp or rctx.pinned(inst) or _dynamic(inst):
+        if inst.parent is not comp or inst.opcode not in RULES or rctx.pinned(inst) or \
+                _dynamic(inst):
             continue
         touched = apply_rules(inst, rctx)
         if touched is None:
@@ -90,6 +93,7 @@ def _dynamic(inst: Instruction) -> bool:
     return False
 
 
+@lru_cache(maxsize=4096)     # shapes are immutable and shared; asked on every visit
 def _dynamic_shape(shape) -> bool:
     if shape.is_tuple:
         return any(_dynamic_shape(leaf) for leaf in shape.leaves())

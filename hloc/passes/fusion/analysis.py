@@ -8,6 +8,8 @@ duplication limit. Used by decisions.py (the rules) and instruction_fusion.py (t
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ...ir.graph import operand_post_order, post_order
 from ...ir.rewriter import has_side_effect
 from ...ops.base import CONTROL_FLOW, ELEMENTWISE
@@ -29,6 +31,9 @@ def is_array(shape) -> bool:
     return hasattr(shape, "dims") and shape.dtype.is_array
 
 
+# Shapes are immutable, hashable (hash kept) and shared by many instructions; the
+# fusion rules ask these facts of every operand again and again.
+@lru_cache(maxsize=4096)
 def true_rank(shape) -> int:
     return sum(1 for d in shape.dims if d != 1) if is_array(shape) else 0
 
@@ -37,6 +42,7 @@ def is_effective_scalar(shape) -> bool:
     return is_array(shape) and true_rank(shape) == 0
 
 
+@lru_cache(maxsize=4096)
 def elements(shape) -> int:
     return sum(leaf.size for leaf in shape.leaves() if is_array(leaf))
 
@@ -156,6 +162,9 @@ def is_fusible(inst) -> bool:
 # ---------------------------------------------------------------------------
 # Reachability (HloReachabilityMap) as ancestor bitsets
 
+_BLOCK = 32     # operands per block in Reachability.reachable_operands
+
+
 class Reachability:
     """reaches(a, b): is `a` `b` or one of its transitive operands (or control
     predecessors)? With `sources`, only those get a bit, so the map takes
@@ -174,6 +183,7 @@ class Reachability:
                 if id(inst) in chosen:
                     self.index[id(inst)] = len(self.index)
         self.bits: dict[int, int] = {}
+        self._blocks: dict[int, list] = {}     # wide instruction -> its operand blocks' bits
         index = self.index
         for inst in post_order:
             n = index.get(id(inst))
@@ -195,6 +205,32 @@ class Reachability:
         if pa is None:
             return False
         return self._walk(a, b, pa)
+
+    def reachable_operands(self, a, inst) -> list[int]:
+        """The operand numbers i of `inst`, in order, with reaches(a, operand i). For
+        a wide instruction (a root tuple of hundreds of results, asked about by every
+        producer among them) operands are tested a block at a time through the union
+        of the block's bits, so a producer costs a few tests, not one per operand."""
+        ops = inst.operands
+        ia = self.index.get(id(a))
+        if ia is None or len(ops) < 2 * _BLOCK:
+            return [i for i, o in enumerate(ops) if self.reaches(a, o)]
+        blocks = self._blocks.get(id(inst))
+        if blocks is None:
+            bits = self.bits
+            blocks = self._blocks[id(inst)] = []
+            for start in range(0, len(ops), _BLOCK):
+                b = 0
+                for o in ops[start:start + _BLOCK]:
+                    b |= bits.get(id(o), 0)
+                blocks.append(b)
+        bits, out = self.bits, []
+        for n, b in enumerate(blocks):
+            if b >> ia & 1:
+                start = n * _BLOCK
+                out.extend(i for i in range(start, min(start + _BLOCK, len(ops)))
+                           if bits.get(id(ops[i]), 0) >> ia & 1)
+        return out
 
     def _walk(self, a, b, pa: int) -> bool:
         # Operands come before users in the post order: skip anything earlier than a.
@@ -260,15 +296,19 @@ def _same_dims_layout(a, b) -> bool:
     return a.dims == b.dims and (a.layout or None) == (b.layout or None)
 
 
-def real_user_count(inst) -> int:
-    """Users of `inst`, counting the users of the fused parameter for fusion users."""
+def real_user_count(inst, enough: int | None = None) -> int:
+    """Users of `inst`, counting the users of the fused parameter for fusion users;
+    with `enough`, counting stops once the count exceeds it (the caller only asks
+    whether it does: a producer can have thousands of fusion users)."""
     n = 0
-    for u in unique_users(inst):
+    for u in inst.users:
         if u.opcode == "fusion":
             i = u.operands.index(inst)
-            n += len(unique_users(fused_computation(u).parameters[i]))
+            n += len(fused_computation(u).parameters[i].users)
         else:
             n += 1
+        if enough is not None and n > enough:
+            break
     return n
 
 
@@ -279,4 +319,4 @@ def code_duplication_too_high(evaluation: IndexingEvaluation, producer) -> bool:
     if emitted > ALLOWED_CODE_DUPLICATION:
         return True
     return producer.opcode in _INVALIDATES_CACHE and \
-        (emitted > 1 or real_user_count(producer) > 1)
+        (emitted > 1 or real_user_count(producer, enough=1) > 1)

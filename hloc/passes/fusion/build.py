@@ -12,8 +12,7 @@ and `fusible_computations` the computations InstructionFusion visits.
 from __future__ import annotations
 
 from ...ir.module import Computation, Instruction, Module
-from ...ir.call_graph import CallGraph
-from ...ir.graph import computation_post_order, post_order, replace_instruction
+from ...ir.graph import callers, computation_post_order, post_order, replace_instruction
 from ...ir.clone import clone_instruction
 from ...ir.rewriter import uniquer
 from ...ops import CALL_EMBEDDED, REGISTRY, call_context
@@ -154,10 +153,10 @@ def fusible_computations(module: Module) -> list[Computation]:
     """Non-fusion computations that are not embedded bodies: InstructionFusion skips a
     computation whose first caller calls it in context kEmbedded (IsEmbeddedComputation;
     e.g. reduce, map, sort, scatter, scan, all-reduce, custom-call), as XLA does."""
-    graph = CallGraph(module)
+    calls = callers(module)     # computation -> calling instructions, once per call
     out = []
-    for comp in computation_post_order(module):
-        first = graph.caller_instructions(comp)
+    for comp in computation_post_order(module, callers_of=calls):
+        first = calls.get(comp)
         if comp.is_fusion_computation or (first and first[0].opcode == "fusion"):
             comp.is_fusion_computation = True
             continue

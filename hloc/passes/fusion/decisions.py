@@ -77,6 +77,13 @@ def effectively_at_most_unary(inst) -> bool:
     return big <= 1
 
 
+def duplication_candidates(post_order: list) -> list:
+    """The producers ComputeGloballyUnfusible examines, in `post_order`'s order: not
+    effectively unary, and reading more elements than they produce."""
+    return [p for p in post_order if not effectively_at_most_unary(p) and
+            sum(elements(o.shape) for o in unique_operands(p)) > elements(p.shape)]
+
+
 def is_matrix_vector_dot(inst) -> bool:
     """IsNonComplexNonBatchedMatrixVectorDot."""
     return inst.opcode == "dot" and not is_complex(inst.shape) and \
@@ -256,8 +263,11 @@ class CpuFusionRules:
                 "fusion pass cannot duplicate"
         return in_place_conflict(producer, consumer)
 
-    def globally_unfusible(self, post_order: list, reach: Reachability) -> set:
-        """ComputeGloballyUnfusible: ids of producers that must not be duplicated."""
+    def globally_unfusible(self, post_order: list, reach: Reachability,
+                           examined: set | None = None) -> set:
+        """ComputeGloballyUnfusible: ids of producers that must not be duplicated.
+        `examined`, when the caller has it, is the set of ids of the producers
+        `duplication_candidates` picks (the ones this analysis looks at)."""
         do_not_duplicate: set[int] = set()
         cache: dict[tuple, bool] = {}
 
@@ -276,9 +286,9 @@ class CpuFusionRules:
                     stack.pop()
                     continue
                 result, missing = True, None
-                for i, o in enumerate(c.operands):
-                    if not reach.reaches(producer, o):
-                        continue
+                operands = c.operands
+                for i in reach.reachable_operands(producer, c):
+                    o = operands[i]
                     if id(o) in do_not_duplicate or self.should_fuse(c, i) is not None:
                         result = False
                         break
@@ -296,11 +306,10 @@ class CpuFusionRules:
                 stack.pop()
             return cache[(pid, id(consumer))]
 
+        if examined is None:
+            examined = {id(p) for p in duplication_candidates(post_order)}
         for producer in reversed(post_order):
-            if effectively_at_most_unary(producer):
-                continue
-            operand_size = sum(elements(o.shape) for o in unique_operands(producer))
-            if operand_size <= elements(producer.shape):
+            if id(producer) not in examined:
                 continue
             if self.fusible(producer) and all(on_all_paths(producer, c)
                                             for c in unique_users(producer)):
@@ -391,7 +400,7 @@ def _safe_slice_into_dus_fusion(producer, consumer, dus) -> bool:
 def in_place_conflict(producer, consumer) -> str | None:
     for n, in_place in _in_place_pairs(consumer):
         buffer = consumer.operands[n]
-        if any(j != n and o is buffer for j, o in enumerate(consumer.operands)):
+        if consumer.operands.count(buffer) > 1:     # another slot holds it too
             return ("The consumer is an in-place operation that has an additional "
                     "operand that has the same value as the in-place buffer")
         if not (buffer is producer or buffer in producer.operands):

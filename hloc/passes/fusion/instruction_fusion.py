@@ -28,10 +28,10 @@ from ...ir.module import Computation, Instruction, Module
 from .. import register
 from ..base import Pass, PassContext
 from ...ir.graph import post_order
-from .analysis import Reachability, elements, unique_operands
+from .analysis import Reachability
 from .build import (StorageOrder, create_fusion, fuse_producer, fusible_computations,
                            replace_with_fusion)
-from .decisions import CpuFusionRules, can_be_output_fused, effectively_at_most_unary
+from .decisions import CpuFusionRules, can_be_output_fused, duplication_candidates
 
 
 # ---------------------------------------------------------------------------
@@ -63,9 +63,9 @@ class InstructionFusion(Pass):
         # examines (not effectively unary, operands larger than the result): bits for
         # them only (any other query walks the graph, so this choice is only a cost).
         if self.may_duplicate:
-            sources = [p for p in post if not effectively_at_most_unary(p) and
-                       sum(elements(o.shape) for o in unique_operands(p)) > elements(p.shape)]
-            do_not_duplicate = rules.globally_unfusible(post, Reachability(post, sources))
+            sources = duplication_candidates(post)
+            do_not_duplicate = rules.globally_unfusible(post, Reachability(post, sources),
+                                                        {id(p) for p in sources})
         else:
             do_not_duplicate = set()
         queue: list = list(post)
