@@ -24,7 +24,7 @@ from hloc.diagnostics import HlocError
 from hloc.fake_args import make_fake_arguments
 from hloc.inputs import bind_arguments, load_npz
 from hloc.interp import Interpreter
-from hloc.passes import PASSES, PassContext
+from hloc.passes import PassContext, get_pass
 from hloc.verifier import collect_errors
 
 from corpus import XLA, xla_manifest
@@ -93,7 +93,7 @@ def _check(text, args, label, names):
     expected = _run(module, args)
     ctx = PassContext(verify_each=True)
     for name in names:
-        ctx.run_pass(PASSES[name](), module)
+        ctx.run_pass(get_pass(name), module)
     errors = collect_errors(module)
     assert not errors, f"{label} after {names}: {errors[0].message}\n{hloc.to_text(module)}"
     actual = _run(module, args)
