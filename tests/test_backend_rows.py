@@ -246,3 +246,68 @@ ENTRY e {
 """), None)
     assert "__ynn_fusion" in hloc.to_text(dot)
     assert for_codegen(dot) is dot
+
+
+def _extremum_module(dt, op, init):
+    return f"""HloModule ext
+r_{op} {{
+  a = {dt}[] parameter(0)
+  b = {dt}[] parameter(1)
+  ROOT r = {dt}[] {op}(a, b)
+}}
+ENTRY e {{
+  x = {dt}[16,4096] parameter(0)
+  i = {dt}[] constant({init})
+  ROOT m = {dt}[16] reduce(x, i), dimensions={{1}}, to_apply=r_{op}
+}}
+"""
+
+
+def _special_rows(np_dt):
+    """Rows where a NaN-ignoring, zero-sign-blind max/min would differ from HLO's."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((16, 4096)).astype(np_dt)
+    x[1, 100] = np.nan
+    x[2, 4000] = -np.array(np.nan, np_dt)
+    x[3, 7] = np.inf
+    x[4, 9] = -np.inf
+    x[5, 11], x[5, 12] = np.inf, -np.inf          # the flag sum is NaN, no element is
+    x[6] = -np.abs(x[6])
+    x[6, 50] = 0.0                                # max +0 among negatives
+    x[7] = -np.abs(x[7])
+    x[7, 60], x[7, 61] = -0.0, 0.0                # -0 before +0
+    x[8] = -0.0                                   # all -0
+    x[9] = np.abs(x[9])
+    x[9, 70], x[9, 71] = 0.0, -0.0                # min: -0 after +0
+    x[10] = np.finfo(np_dt).max                   # the sum overflows, the max does not
+    x[11] = -np.inf                               # all -inf
+    x[12] = np.inf                                # all +inf
+    x[13, 4095] = np.nan                          # NaN last
+    x[14] = -0.0
+    x[14, 3::97] = 0.0                            # +0 among -0 (every lane, both orders)
+    x[15] = 0.0
+    x[15, 5::89] = -0.0                           # -0 among +0
+    return x
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    nan = np.isnan(a)
+    assert (nan == np.isnan(b)).all()
+    assert (a[~nan].view(np.uint8) == b[~nan].view(np.uint8)).all(), (a, b)
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+@pytest.mark.parametrize("op,init", [("maximum", "-inf"), ("minimum", "inf"), ("maximum", "0"),
+                                     ("minimum", "-0"), ("maximum", "nan")])
+@pytest.mark.parametrize("numerics", ["ieee", "xla-cpu"])
+def test_float_max_min_reduction_is_exact(dt, op, init, numerics, tmp_path):
+    """The max/min reduction's maxnum fast loop gives HLO's maximum/minimum bit for bit
+    (NaN anywhere, infinities, signed zeros, an overflowing flag sum, the init value)."""
+    module = hloc.parse(_extremum_module(dt, op, init))
+    assert "llvm.maxnum" in emit_llvm(module, numerics=numerics, optimized=False) \
+        or "llvm.minnum" in emit_llvm(module, numerics=numerics, optimized=False)
+    x = _special_rows(np.float32 if dt == "f32" else np.float64)
+    ref = run_module(module, [x]).value
+    got = compile_module(module, numerics=numerics, cache_dir=tmp_path).run([x])
+    _same_bits(ref, got)
