@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hloc
-from hloc.backend import buffers, compile_module, emit_llvm, parallel, row_groups
+from hloc.backend import buffers, compile_module, emit_llvm, parallel, row_divide, row_groups
 from hloc.backend.expand import for_codegen
 from hloc.cli_backend import prepare_for_cpu
 from hloc.compare import ErrorSpec, near
@@ -311,3 +311,62 @@ def test_float_max_min_reduction_is_exact(dt, op, init, numerics, tmp_path):
     ref = run_module(module, [x]).value
     got = compile_module(module, numerics=numerics, cache_dir=tmp_path).run([x])
     _same_bits(ref, got)
+
+
+def _row_divide_module(op):
+    return f"""HloModule rowdiv
+r_{op} {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] {op}(a, b)
+}}
+ENTRY e {{
+  x = f32[64,8192] parameter(0)
+  s = f32[64] parameter(1)
+  i = f32[] constant(0)
+  m = f32[64] reduce(x, i), dimensions={{1}}, to_apply=r_{op}
+  mb = f32[64,8192] broadcast(m), dimensions={{0}}
+  t = f32[64,8192] subtract(x, mb)
+  sb = f32[64,8192] broadcast(s), dimensions={{0}}
+  ROOT q = f32[64,8192] divide(t, sb)
+}}
+"""
+
+
+def _row_divide_args(sign):
+    """Numerators x - 0 = x of one sign over every exponent, zeros and subnormals; per-row
+    divisors across [1, 2^32] (all-ones significands, the ends) and, in some rows, a
+    divisor or numerator outside the proven range (those rows are redone exactly)."""
+    rng = np.random.default_rng(7)
+    bits = rng.integers(row_divide.A_MIN_BITS, 0x7F800000, (64, 8192), dtype=np.uint32)
+    x = bits.view(np.float32) * np.float32(sign)
+    x[:, ::7] = (bits[:, ::7] & 0x007FFFFF).view(np.float32) * np.float32(sign)   # subnormals
+    x[:, 1::97] = 0.0
+    x[:, 2::101] = -0.0
+    x[:, 3] = np.uint32(row_divide.A_MIN_BITS).view(np.float32) * sign
+    for row in range(40, 64):                                   # rows with an outsider
+        x[row, 5] = (2.0 ** -91, np.inf, np.nan, 2.0 ** -126)[row % 4] * sign
+    x[:, 0] = 0.0                                               # the row max/min
+    ones = lambda e: np.float32(np.ldexp(np.float32(2) - np.float32(2) ** -23, e))  # noqa: E731
+    s = np.concatenate([
+        [1.0, np.nextafter(np.float32(1), np.float32(2)), 2.0 ** 32, np.nextafter(np.float32(2 ** 32), np.float32(0)),
+         3.0, 7.0, 1.5, ones(0), ones(10), ones(31)],
+        np.exp2(rng.uniform(0, 32, 22)),
+        [0.5, 2.0 ** 33, -3.0, 0.0, np.nan, np.inf, -np.inf, 1e-40],            # out of range
+        np.exp2(rng.uniform(0, 32, 24))]).astype(np.float32)
+    return [x, s]
+
+
+@pytest.mark.parametrize("op,sign", [("maximum", -1), ("minimum", 1)])
+def test_row_divide_bits_equal_true_division(op, sign, monkeypatch, tmp_path):
+    """xla-cpu: the divide by a per-row divisor (hloc.backend.row_divide) equals fdiv bit
+    for bit, inside its range and, through the exact redo, outside it."""
+    module = _prepared(_row_divide_module(op))
+    (group,) = _groups(module)
+    assert "llvm.fma.f32" in emit_llvm(module, numerics="xla-cpu", optimized=False)
+    args = _row_divide_args(sign)
+    fast = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "a").run(args)
+    monkeypatch.setattr(row_groups, "FAST_DIVIDE", False)
+    assert "llvm.fma.f32" not in emit_llvm(module, numerics="xla-cpu", optimized=False)
+    true = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "b").run(args)
+    _same_bits(true, fast)

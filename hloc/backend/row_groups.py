@@ -34,6 +34,7 @@ from .loops import Index, for_range, i64, minor_to_major
 from . import parallel
 from .parallel import kernel_work
 from .registry import ELEMENTAL
+from .row_divide import RowDivide
 from .registry import emitter as emitter_of
 from .structural import reader
 from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
@@ -41,6 +42,7 @@ from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
 ROW_BYTES = 256 << 10       # a member's row (result or operand) above this: no gain, no group
 SCRATCH_BYTES = 128 << 10   # per-row scratch on the stack, all internal members together
 MIN_BYTES = 1 << 20         # a smaller group's data stays in cache anyway: kernels as they are
+FAST_DIVIDE = True          # f32 divides by a per-row divisor: hloc.backend.row_divide
 ANY = "any"                 # an operand read at positions the analysis does not follow
 
 
@@ -268,6 +270,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     for k, buf in enumerate(ins + outs):
         ptr_of[id(buf)] = ptr_arg(b, args, k, name=f"a{k}")
     rows = group.rows
+    members = {id(m) for m in group.members}
     scratch = {}
     for m in group.members:
         if id(m) in group.internal:
@@ -286,12 +289,17 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                         readers.append(_row_reader(kb, s, scratch[id(o)], r, rows))
                     else:
                         readers.append(reader(lambda: kb, s, (lambda p=ptr_of[id(buf)]: p)))
-            gen = _generator(kb, m, readers, envs)
             if id(m) in scratch:
                 target = (scratch[id(m)], True)
             else:
                 target = (ptr_of[id(leaves(m)[0])], False)
-            _row_loop(kb, m.shape, rows, r, gen, target)
+            kb.row_divide = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE else None
+            _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target)
+            rd, kb.row_divide = kb.row_divide, None
+            if rd is not None and rd.used:        # a quotient outside the proven range
+                with b.if_then(rd.redo(kb)):
+                    kb.cache.clear()
+                    _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target)
     b.ret_void()
     return fn
 
