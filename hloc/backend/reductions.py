@@ -153,11 +153,11 @@ def _emit_extremum(kb, inst, ops, index, init, red, kept, split, greater):
     t = init.type
     nan_free = ("nnan", "nsz", "reassoc", "contract")
     acc = _Acc(kb, [ir.Constant(t, float("-inf") if greater else float("inf")), ir.Constant(t, 0.0)])
+    multi = [None] * shape0.rank
+    for k, d in enumerate(kept):     # before the loops: the index may compute them lazily
+        multi[d] = index.multi[k]
     ivs, stack = {}, []
     _enter_loops(kb, shape0, red, split, ivs, stack)
-    multi = [None] * shape0.rank
-    for k, d in enumerate(kept):
-        multi[d] = index.multi[k]
     for d in red:
         multi[d] = ivs[d]
     x = ops[0](Index(b, shape0, multi=list(multi)))
