@@ -370,3 +370,14 @@ def test_row_divide_bits_equal_true_division(op, sign, monkeypatch, tmp_path):
     assert "llvm.fma.f32" not in emit_llvm(module, numerics="xla-cpu", optimized=False)
     true = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "b").run(args)
     _same_bits(true, fast)
+
+
+def test_row_sum_accumulated_in_the_previous_members_loop():
+    """xla-cpu: softmax's sum(e) is added up in e's own row loop (one pass over the row
+    fewer); ieee keeps the reduction's own loop and its evaluator order."""
+    module = _prepared(SOFTMAX)
+    (group,) = _groups(module)
+    assert any(row_groups._row_sum_of(group.members[k + 1], group.members[k], group.rows)
+               for k in range(len(group.members) - 1))
+    assert '%"rowsum" = alloca' in emit_llvm(module, numerics="xla-cpu", optimized=False)
+    assert '%"rowsum" = alloca' not in emit_llvm(module, numerics="ieee", optimized=False)
