@@ -381,3 +381,29 @@ def test_row_sum_accumulated_in_the_previous_members_loop():
                for k in range(len(group.members) - 1))
     assert '%"rowsum" = alloca' in emit_llvm(module, numerics="xla-cpu", optimized=False)
     assert '%"rowsum" = alloca' not in emit_llvm(module, numerics="ieee", optimized=False)
+
+
+def test_row_sum_of_a_redone_row_divide_is_redone(monkeypatch, tmp_path):
+    """A row sum accumulated in a loop of row divides: a row redone with true divisions
+    (row_divide out of range) has its sum redone too."""
+    text = _row_divide_module("maximum").replace("  ROOT q = f32[64,8192] divide(t, sb)\n", """  q = f32[64,8192] divide(t, sb)
+  z = f32[] constant(0)
+  tot = f32[64] reduce(q, z), dimensions={1}, to_apply=add
+  ROOT out = (f32[64,8192], f32[64]) tuple(q, tot)
+""").replace("ENTRY e {", """add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+ENTRY e {""")
+    module = _prepared(text)
+    (group,) = _groups(module)
+    assert any(row_groups._row_sum_of(group.members[k + 1], group.members[k], group.rows)
+               for k in range(len(group.members) - 1))
+    args = _row_divide_args(-1)
+    args[0][41, 6] = -3e38                    # row 41 (an infinite numerator): overflows
+    fast = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "a").run(args)
+    monkeypatch.setattr(row_groups, "FAST_DIVIDE", False)
+    true = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "b").run(args)
+    for f, t in zip(fast, true):
+        _same_bits(t, f)

@@ -306,16 +306,18 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 total = _RowSum(kb, init(Index(b, s_inst.operands[1].shape, multi=[])))
             _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
                       None if total is None else total.add)
-            if total is not None:
-                s_inst = group.members[k + 1]
-                s_ptr = scratch[id(s_inst)] if id(s_inst) in scratch else \
-                    b.gep(ptr_of[id(leaves(s_inst)[0])], [r], source_etype=storage_type(s_inst.shape.dtype))
-                store_elem(b, s_inst.shape.dtype, total.value(), s_ptr)
             rd, kb.row_divide = kb.row_divide, None
             if rd is not None and rd.used:        # a quotient outside the proven range
                 with b.if_then(rd.redo(kb)):
                     kb.cache.clear()
-                    _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target)
+                    if total is not None:
+                        total.reset()
+                    _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
+                              None if total is None else total.add)
+            if total is not None:
+                s_ptr = scratch[id(s_inst)] if id(s_inst) in scratch else \
+                    b.gep(ptr_of[id(leaves(s_inst)[0])], [r], source_etype=storage_type(s_inst.shape.dtype))
+                store_elem(b, s_inst.shape.dtype, total.value(), s_ptr)
     b.ret_void()
     return fn
 
@@ -342,7 +344,11 @@ class _RowSum:
         self.kb = kb
         self.slot = kb.alloca_entry(init.type, name="rowsum")
         self.type = init.type
-        kb.b.store(init, self.slot)
+        self.init = init
+        self.reset()
+
+    def reset(self):
+        self.kb.b.store(self.init, self.slot)
 
     def add(self, v):
         b = self.kb.b
