@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hloc
-from hloc.backend import buffers, compile_module, emit_llvm, parallel, row_groups
+from hloc.backend import buffers, compile_module, emit_llvm, parallel, row_divide, row_groups
 from hloc.backend.expand import for_codegen
 from hloc.cli_backend import prepare_for_cpu
 from hloc.compare import ErrorSpec, near
@@ -246,3 +246,164 @@ ENTRY e {
 """), None)
     assert "__ynn_fusion" in hloc.to_text(dot)
     assert for_codegen(dot) is dot
+
+
+def _extremum_module(dt, op, init):
+    return f"""HloModule ext
+r_{op} {{
+  a = {dt}[] parameter(0)
+  b = {dt}[] parameter(1)
+  ROOT r = {dt}[] {op}(a, b)
+}}
+ENTRY e {{
+  x = {dt}[16,4096] parameter(0)
+  i = {dt}[] constant({init})
+  ROOT m = {dt}[16] reduce(x, i), dimensions={{1}}, to_apply=r_{op}
+}}
+"""
+
+
+def _special_rows(np_dt):
+    """Rows where a NaN-ignoring, zero-sign-blind max/min would differ from HLO's."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((16, 4096)).astype(np_dt)
+    x[1, 100] = np.nan
+    x[2, 4000] = -np.array(np.nan, np_dt)
+    x[3, 7] = np.inf
+    x[4, 9] = -np.inf
+    x[5, 11], x[5, 12] = np.inf, -np.inf          # the flag sum is NaN, no element is
+    x[6] = -np.abs(x[6])
+    x[6, 50] = 0.0                                # max +0 among negatives
+    x[7] = -np.abs(x[7])
+    x[7, 60], x[7, 61] = -0.0, 0.0                # -0 before +0
+    x[8] = -0.0                                   # all -0
+    x[9] = np.abs(x[9])
+    x[9, 70], x[9, 71] = 0.0, -0.0                # min: -0 after +0
+    x[10] = np.finfo(np_dt).max                   # the sum overflows, the max does not
+    x[11] = -np.inf                               # all -inf
+    x[12] = np.inf                                # all +inf
+    x[13, 4095] = np.nan                          # NaN last
+    x[14] = -0.0
+    x[14, 3::97] = 0.0                            # +0 among -0 (every lane, both orders)
+    x[15] = 0.0
+    x[15, 5::89] = -0.0                           # -0 among +0
+    return x
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    nan = np.isnan(a)
+    assert (nan == np.isnan(b)).all()
+    assert (a[~nan].view(np.uint8) == b[~nan].view(np.uint8)).all(), (a, b)
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+@pytest.mark.parametrize("op,init", [("maximum", "-inf"), ("minimum", "inf"), ("maximum", "0"),
+                                     ("minimum", "-0"), ("maximum", "nan")])
+@pytest.mark.parametrize("numerics", ["ieee", "xla-cpu"])
+def test_float_max_min_reduction_is_exact(dt, op, init, numerics, tmp_path):
+    """The max/min reduction's maxnum fast loop gives HLO's maximum/minimum bit for bit
+    (NaN anywhere, infinities, signed zeros, an overflowing flag sum, the init value)."""
+    module = hloc.parse(_extremum_module(dt, op, init))
+    assert "llvm.maxnum" in emit_llvm(module, numerics=numerics, optimized=False) \
+        or "llvm.minnum" in emit_llvm(module, numerics=numerics, optimized=False)
+    x = _special_rows(np.float32 if dt == "f32" else np.float64)
+    ref = run_module(module, [x]).value
+    got = compile_module(module, numerics=numerics, cache_dir=tmp_path).run([x])
+    _same_bits(ref, got)
+
+
+def _row_divide_module(op):
+    return f"""HloModule rowdiv
+r_{op} {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] {op}(a, b)
+}}
+ENTRY e {{
+  x = f32[64,8192] parameter(0)
+  s = f32[64] parameter(1)
+  i = f32[] constant(0)
+  m = f32[64] reduce(x, i), dimensions={{1}}, to_apply=r_{op}
+  mb = f32[64,8192] broadcast(m), dimensions={{0}}
+  t = f32[64,8192] subtract(x, mb)
+  sb = f32[64,8192] broadcast(s), dimensions={{0}}
+  ROOT q = f32[64,8192] divide(t, sb)
+}}
+"""
+
+
+def _row_divide_args(sign):
+    """Numerators x - 0 = x of one sign over every exponent, zeros and subnormals; per-row
+    divisors across [1, 2^32] (all-ones significands, the ends) and, in some rows, a
+    divisor or numerator outside the proven range (those rows are redone exactly)."""
+    rng = np.random.default_rng(7)
+    bits = rng.integers(row_divide.A_MIN_BITS, 0x7F800000, (64, 8192), dtype=np.uint32)
+    x = bits.view(np.float32) * np.float32(sign)
+    x[:, ::7] = (bits[:, ::7] & 0x007FFFFF).view(np.float32) * np.float32(sign)   # subnormals
+    x[:, 1::97] = 0.0
+    x[:, 2::101] = -0.0
+    x[:, 3] = np.uint32(row_divide.A_MIN_BITS).view(np.float32) * sign
+    for row in range(40, 64):                                   # rows with an outsider
+        x[row, 5] = (2.0 ** -91, np.inf, np.nan, 2.0 ** -126)[row % 4] * sign
+    x[:, 0] = 0.0                                               # the row max/min
+    ones = lambda e: np.float32(np.ldexp(np.float32(2) - np.float32(2) ** -23, e))  # noqa: E731
+    s = np.concatenate([
+        [1.0, np.nextafter(np.float32(1), np.float32(2)), 2.0 ** 32, np.nextafter(np.float32(2 ** 32), np.float32(0)),
+         3.0, 7.0, 1.5, ones(0), ones(10), ones(31)],
+        np.exp2(rng.uniform(0, 32, 22)),
+        [0.5, 2.0 ** 33, -3.0, 0.0, np.nan, np.inf, -np.inf, 1e-40],            # out of range
+        np.exp2(rng.uniform(0, 32, 24))]).astype(np.float32)
+    return [x, s]
+
+
+@pytest.mark.parametrize("op,sign", [("maximum", -1), ("minimum", 1)])
+def test_row_divide_bits_equal_true_division(op, sign, monkeypatch, tmp_path):
+    """xla-cpu: the divide by a per-row divisor (hloc.backend.row_divide) equals fdiv bit
+    for bit, inside its range and, through the exact redo, outside it."""
+    module = _prepared(_row_divide_module(op))
+    (group,) = _groups(module)
+    assert "llvm.fma.f32" in emit_llvm(module, numerics="xla-cpu", optimized=False)
+    args = _row_divide_args(sign)
+    fast = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "a").run(args)
+    monkeypatch.setattr(row_groups, "FAST_DIVIDE", False)
+    assert "llvm.fma.f32" not in emit_llvm(module, numerics="xla-cpu", optimized=False)
+    true = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "b").run(args)
+    _same_bits(true, fast)
+
+
+def test_row_sum_accumulated_in_the_previous_members_loop():
+    """xla-cpu: softmax's sum(e) is added up in e's own row loop (one pass over the row
+    fewer); ieee keeps the reduction's own loop and its evaluator order."""
+    module = _prepared(SOFTMAX)
+    (group,) = _groups(module)
+    assert any(row_groups._row_sum_of(group.members[k + 1], group.members[k], group.rows)
+               for k in range(len(group.members) - 1))
+    assert '%"rowsum" = alloca' in emit_llvm(module, numerics="xla-cpu", optimized=False)
+    assert '%"rowsum" = alloca' not in emit_llvm(module, numerics="ieee", optimized=False)
+
+
+def test_row_sum_of_a_redone_row_divide_is_redone(monkeypatch, tmp_path):
+    """A row sum accumulated in a loop of row divides: a row redone with true divisions
+    (row_divide out of range) has its sum redone too."""
+    text = _row_divide_module("maximum").replace("  ROOT q = f32[64,8192] divide(t, sb)\n", """  q = f32[64,8192] divide(t, sb)
+  z = f32[] constant(0)
+  tot = f32[64] reduce(q, z), dimensions={1}, to_apply=add
+  ROOT out = (f32[64,8192], f32[64]) tuple(q, tot)
+""").replace("ENTRY e {", """add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+ENTRY e {""")
+    module = _prepared(text)
+    (group,) = _groups(module)
+    assert any(row_groups._row_sum_of(group.members[k + 1], group.members[k], group.rows)
+               for k in range(len(group.members) - 1))
+    args = _row_divide_args(-1)
+    args[0][41, 6] = -3e38                    # row 41 (an infinite numerator): overflows
+    fast = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "a").run(args)
+    monkeypatch.setattr(row_groups, "FAST_DIVIDE", False)
+    true = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "b").run(args)
+    for f, t in zip(fast, true):
+        _same_bits(t, f)

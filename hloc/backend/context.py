@@ -150,6 +150,7 @@ class KernelBuilder:
         self.fence_outputs = False      # kernels.py: results fenced (inlinable kernel)
         self.overrides: dict = {}       # id(inst) -> generator used instead of its emitter
         self.reduce_split: dict = {}    # id(reduce) -> (wg, nwg): its chunk (split_reduce)
+        self.row_divide = None          # row_divide.RowDivide while a row group's row loop is emitted
 
     @property
     def options(self) -> Options:

@@ -380,6 +380,9 @@ def _emit_binary(kb, inst, ops, index):
             from .conversions import convert_value
             v = convert_value(kb, inst, v, src, dt)
             a, b = (v, b) if i == 0 else (a, v)
+    rd = kb.row_divide          # hloc.backend.row_divide: a divisor fixed along the row
+    if rd is not None and inst.opcode == "divide" and rd.applies(inst, index):
+        return rd.divide(kb, a, b)
     return binary(kb, inst, dt, a, b)
 
 

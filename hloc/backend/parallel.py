@@ -13,9 +13,11 @@ gain little from more on this machine; XLA's ParallelTaskAssigner has the same s
 `hloc.parallel(kernel, args, nwg)` is emitted into every LLVM module (no Python, no
 state between calls, so the AOT library can carry the same code): it reads the module's
 `hloc_nthreads` global (set by the Executable from `os.sched_getaffinity` or
-`--threads`), starts `n - 1` pthreads over contiguous ranges of work groups, runs the
-first range itself and joins the others. A pthread that cannot be started has its
-range run inline after the joins (same results). New threads inherit the caller's
+`--threads`), starts `n - 1` pthreads, works itself too and joins the others; each
+thread takes the next work group from a shared counter (an atomic add) until none is
+left, so a thread that the OS deschedules (a machine shared with other processes) holds
+up one group, not a fixed share. Which thread computes a group never changes what it
+computes. A pthread that cannot be started leaves its groups to the others. New threads inherit the caller's
 floating-point environment (pthread_create(3)), so xla-cpu's FTZ/DAZ holds in them.
 Thread start and join cost ~10-50 us, paid only by kernels of >= MIN_WORK bytes.
 The two runtime functions are `noinline optnone` (RUNTIME_ATTRS): left to O3 they took
@@ -100,7 +102,7 @@ def work_groups(inst) -> int:
 
 
 KERNEL_T = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
-TASK_T = ir.LiteralStructType([PTR, PTR, I64, I64, I64])      # kernel, args, nwg, lo, hi
+TASK_T = ir.LiteralStructType([PTR, PTR, I64, PTR])      # kernel, args, nwg, next group (i64*)
 
 
 def parallel_function(mcx) -> ir.Function:
@@ -143,17 +145,18 @@ def parallel_function(mcx) -> ir.Function:
 
 
 def fill_tasks(b, task, kernel, args, nwg, n) -> None:
-    """Task t of n (`task(t)` its TASK_T slot) runs work groups [nwg*t/n, nwg*(t+1)/n) of
-    `kernel` on `args`."""
+    """Tasks 0..n-1 (`task(t)` their TASK_T slots) share the work groups of `kernel` on
+    `args` through one counter (a stack slot of the caller, which joins them all)."""
     def field(p, k):
         return b.gep(p, [i64(0), ir.Constant(I32, k)], source_etype=TASK_T, inbounds=True)
+    counter = opaque(b, b.alloca(I64, name="next_wg"))
+    b.store(i64(0), counter)
     with for_range(b, 0, n, name="t") as t:
         p = task(t)
         b.store(kernel, field(p, 0))
         b.store(args, field(p, 1))
         b.store(nwg, field(p, 2))
-        b.store(b.udiv(b.mul(nwg, t), n), field(p, 3))
-        b.store(b.udiv(b.mul(nwg, b.add(t, i64(1))), n), field(p, 4))
+        b.store(counter, field(p, 3))
 
 
 def run_on_threads(b, create, join, worker, task, n, tids, started) -> None:
@@ -181,7 +184,8 @@ def _umin(b, x, y):
 
 
 def _worker(mcx) -> ir.Function:
-    """`ptr hloc.worker(ptr task)`: run work groups [lo, hi) of the task's kernel."""
+    """`ptr hloc.worker(ptr task)`: run the task's kernel on the next work group until the
+    shared counter passes nwg."""
     fn = ir.Function(mcx.module, ir.FunctionType(PTR, [PTR]), name="hloc.worker")
     fn.linkage = "internal"
     for a in RUNTIME_ATTRS:
@@ -195,8 +199,15 @@ def _worker(mcx) -> ir.Function:
                       typ=ty, name=name)
     kernel = load(0, KERNEL_T.as_pointer(), "kernel")       # a typed load: the indirect callee
     args, nwg = load(1, PTR, "args"), load(2, I64, "nwg")
-    lo, hi = load(3, I64, "lo"), load(4, I64, "hi")
-    with for_range(b, lo, hi, name="wg") as wg:
-        b.call(kernel, [args, wg, nwg])
+    counter = load(3, PTR, "next_wg")
+    loop, body, done = (fn.append_basic_block(n) for n in ("take", "run", "done"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    wg = b.atomic_rmw("add", counter, i64(1), "monotonic", name="wg")
+    b.cbranch(b.icmp_unsigned("<", wg, nwg), body, done)
+    b.position_at_end(body)
+    b.call(kernel, [args, wg, nwg])
+    b.branch(loop)
+    b.position_at_end(done)
     b.ret(ir.Constant(PTR, None))
     return fn

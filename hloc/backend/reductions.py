@@ -12,12 +12,14 @@ order, rounded once (f16/bf16 through f32, as SetFromDouble).
 """
 from __future__ import annotations
 
+from llvmlite import ir
+
 from ..interp.core import unsupported
 from ..ir.shape import ArrayShape
 from .conversions import convert_value
 from .loops import Index, for_range, i64, minor_to_major
 from .registry import emits
-from .types import Cplx, compute_type
+from .types import F32, I1, Cplx, compute_type
 
 
 def inline_computation(kb, comp, values: list) -> list:
@@ -90,15 +92,10 @@ def _emit_reduce(kb, inst, ops, index):
     split = kb.reduce_split.get(id(inst))       # chunk wg of nwg (hloc.backend.split_reduce)
     if split is None and _evaluator_sum(kb, inst):
         return _emit_evaluator_sum(kb, inst, ops, index, inits[0], red, kept)
-    for d in red:
-        lo, hi = 0, shape0.dims[d]
-        if split is not None and d == red[0]:
-            wg, nwg = split
-            lo = b.udiv(b.mul(i64(hi), wg), nwg, name="chunk.lo")
-            hi = b.udiv(b.mul(i64(hi), b.add(wg, i64(1))), nwg, name="chunk.hi")
-        cm = for_range(b, lo, hi, name=f"r{d}")
-        ivs[d] = cm.__enter__()
-        stack.append(cm)
+    greater = _float_extremum(inst)
+    if greater is not None:
+        return _emit_extremum(kb, inst, ops, index, inits[0], red, kept, split, greater)
+    _enter_loops(kb, shape0, red, split, ivs, stack)
     multi = [None] * shape0.rank
     for k, d in enumerate(kept):
         multi[d] = index.multi[k]
@@ -112,6 +109,94 @@ def _emit_reduce(kb, inst, ops, index):
         cm.__exit__(None, None, None)
     out = acc.get()
     return out if inst.shape.is_tuple else out[0]
+
+
+def _enter_loops(kb, shape0, red, split, ivs: dict, stack: list) -> None:
+    """Open the loops over the reduced dimensions (major to minor; the first over chunk
+    wg of nwg when split)."""
+    b = kb.b
+    for d in red:
+        lo, hi = 0, shape0.dims[d]
+        if split is not None and d == red[0]:
+            wg, nwg = split
+            lo = b.udiv(b.mul(i64(hi), wg), nwg, name="chunk.lo")
+            hi = b.udiv(b.mul(i64(hi), b.add(wg, i64(1))), nwg, name="chunk.hi")
+        cm = for_range(b, lo, hi, name=f"r{d}")
+        ivs[d] = cm.__enter__()
+        stack.append(cm)
+
+
+def _float_extremum(inst):
+    """True/False if `inst` reduces one f32/f64 operand with maximum/minimum, else None."""
+    from ..interp.lanes import binary_root
+    if len(inst.operands) != 2 or inst.shape.is_tuple:
+        return None
+    op = binary_root(inst.attrs["to_apply"])
+    dt = inst.attrs["to_apply"].root.shape.dtype
+    if op not in ("maximum", "minimum") or dt.name not in ("f32", "f64") \
+            or any(o.shape.dtype != dt for o in inst.operands) or inst.shape.dtype != dt:
+        return None
+    return op == "maximum"
+
+
+def _emit_extremum(kb, inst, ops, index, init, red, kept, split, greater):
+    """A max/min reduction as HLO defines it (llvm.maximum/minimum: NaN if any element is
+    NaN, +0 > -0) in two loops. The first is llvm.maxnum/minnum with nnan nsz (one
+    vmaxps per vector) beside the elements' sum (a vaddps), which is NaN if an element is
+    NaN (maxnum's result is then poison) and possibly when +inf and -inf both occur. Its
+    result is exact unless the sum is NaN or the result is a zero (nsz: its sign is
+    unknown); only then does the second, exact loop run (llvm.maximum/minimum). The same
+    bits either way."""
+    from .elementwise import fmax
+    b = kb.b
+    shape0 = inst.operands[0].shape
+    t = init.type
+    nan_free = ("nnan", "nsz", "reassoc", "contract")
+    acc = _Acc(kb, [ir.Constant(t, float("-inf") if greater else float("inf")), ir.Constant(t, 0.0)])
+    multi = [None] * shape0.rank
+    for k, d in enumerate(kept):     # before the loops: the index may compute them lazily
+        multi[d] = index.multi[k]
+    ivs, stack = {}, []
+    _enter_loops(kb, shape0, red, split, ivs, stack)
+    for d in red:
+        multi[d] = ivs[d]
+    x = ops[0](Index(b, shape0, multi=list(multi)))
+    m, flag = acc.get()
+    name = f"llvm.{'maxnum' if greater else 'minnum'}.{'f32' if t == F32 else 'f64'}"
+    m = b.call(kb.mcx.intrinsic(name, t, [t, t]), [m, x], fastmath=nan_free)
+    flag = b.fadd(flag, x, flags=("reassoc",))
+    acc.set([m, flag])
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)
+    m, flag = acc.get()
+    special = b.fcmp_unordered("uno", flag, flag)
+    # select, not or: m is poison when an element was NaN, and then `special` is true
+    slow = b.select(special, ir.Constant(I1, 1), b.fcmp_ordered("==", m, ir.Constant(t, 0.0)))
+    with kb.reassociating():
+        fast = fmax(kb, init, m, greater)
+    fast_end = b.block
+    exact_bb = b.append_basic_block("extremum.exact")
+    join = b.append_basic_block("extremum.join")
+    b.cbranch(slow, exact_bb, join)
+    b.position_at_end(exact_bb)
+    acc2 = _Acc(kb, [init])
+    ivs, stack = {}, []
+    _enter_loops(kb, shape0, red, split, ivs, stack)
+    for d in red:
+        multi[d] = ivs[d]
+    x = ops[0](Index(b, shape0, multi=list(multi)))
+    with kb.reassociating():
+        acc2.set([fmax(kb, acc2.get()[0], x, greater)])
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)
+    exact = acc2.get()[0]
+    exact_end = b.block
+    b.branch(join)
+    b.position_at_end(join)
+    out = b.phi(t)
+    out.add_incoming(fast, fast_end)
+    out.add_incoming(exact, exact_end)
+    return out
 
 
 _CHUNK = 512            # hloc.interp.reductions' (HloEvaluator's) partial-sum length

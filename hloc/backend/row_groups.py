@@ -34,6 +34,7 @@ from .loops import Index, at_entry, for_range, i64, minor_to_major
 from . import parallel
 from .parallel import kernel_work
 from .registry import ELEMENTAL
+from .row_divide import RowDivide
 from .registry import emitter as emitter_of
 from .structural import reader
 from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
@@ -41,6 +42,7 @@ from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
 ROW_BYTES = 256 << 10       # a member's row (result or operand) above this: no gain, no group
 SCRATCH_BYTES = 128 << 10   # per-row scratch on the stack, all internal members together
 MIN_BYTES = 1 << 20         # a smaller group's data stays in cache anyway: kernels as they are
+FAST_DIVIDE = True          # f32 divides by a per-row divisor: hloc.backend.row_divide
 ANY = "any"                 # an operand read at positions the analysis does not follow
 
 
@@ -268,6 +270,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     for k, buf in enumerate(ins + outs):
         ptr_of[id(buf)] = ptr_arg(b, args, k, name=f"a{k}")
     rows = group.rows
+    members = {id(m) for m in group.members}
     scratch = {}
     for m in group.members:
         if id(m) in group.internal:
@@ -276,8 +279,12 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     lo = b.udiv(b.mul(i64(rows), wg), nwg, name="wg.lo")
     hi = b.udiv(b.mul(i64(rows), b.add(wg, i64(1))), nwg, name="wg.hi")
     envs = []                      # kept alive: generators are memoised by id(env)
+    absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
+                if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
     with for_range(b, lo, hi, name="row") as r:
-        for m in group.members:
+        for k, m in enumerate(group.members):
+            if k in absorbed:
+                continue
             kb.cache.clear()
             readers = []
             for o in m.operands:
@@ -286,14 +293,69 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                         readers.append(_row_reader(kb, s, scratch[id(o)], r, rows))
                     else:
                         readers.append(reader(lambda: kb, s, (lambda p=ptr_of[id(buf)]: p)))
-            gen = _generator(kb, m, readers, envs)
             if id(m) in scratch:
                 target = (scratch[id(m)], True)
             else:
                 target = (ptr_of[id(leaves(m)[0])], False)
-            _row_loop(kb, m.shape, rows, r, gen, target)
+            kb.row_divide = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE else None
+            total = None
+            if k + 1 in absorbed:          # the next member, this row's sum, in the same loop
+                s_inst = group.members[k + 1]
+                init = reader(lambda: kb, s_inst.operands[1].shape,
+                              (lambda p=ptr_of[id(leaves(s_inst.operands[1])[0])]: p))
+                total = _RowSum(kb, init(Index(b, s_inst.operands[1].shape, multi=[])))
+            _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
+                      None if total is None else total.add)
+            rd, kb.row_divide = kb.row_divide, None
+            if rd is not None and rd.used:        # a quotient outside the proven range
+                with b.if_then(rd.redo(kb)):
+                    kb.cache.clear()
+                    if total is not None:
+                        total.reset()
+                    _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
+                              None if total is None else total.add)
+            if total is not None:
+                s_ptr = scratch[id(s_inst)] if id(s_inst) in scratch else \
+                    b.gep(ptr_of[id(leaves(s_inst)[0])], [r], source_etype=storage_type(s_inst.shape.dtype))
+                store_elem(b, s_inst.shape.dtype, total.value(), s_ptr)
     b.ret_void()
     return fn
+
+
+def _row_sum_of(s, m, rows: int) -> bool:
+    """Member `s` is the f32/f64 add-reduction of the whole row of the member `m` just
+    before it (softmax's sum(e)): in xla-cpu numerics it is accumulated in m's loop (one
+    pass over the row fewer; the order of the additions is then LLVM's, as any
+    reassociated reduction's)."""
+    from ..interp.lanes import binary_root
+    if s.opcode != "reduce" or len(s.operands) != 2 or s.operands[0] is not m \
+            or s.shape.is_tuple or s.shape.size != rows or m.shape.rank != 2:
+        return False
+    dt = s.shape.dtype
+    return (binary_root(s.attrs["to_apply"]) == "add" and dt.name in ("f32", "f64")
+            and m.shape.dtype == dt and s.operands[1].shape.dtype == dt
+            and sorted(s.attrs["dimensions"]) == [d for d in range(2) if d != _row_dim(m.shape)])
+
+
+class _RowSum:
+    """A reassociating f32/f64 sum carried through a row loop (promoted to a register)."""
+
+    def __init__(self, kb, init):
+        self.kb = kb
+        self.slot = kb.alloca_entry(init.type, name="rowsum")
+        self.type = init.type
+        self.init = init
+        self.reset()
+
+    def reset(self):
+        self.kb.b.store(self.init, self.slot)
+
+    def add(self, v):
+        b = self.kb.b
+        b.store(b.fadd(b.load(self.slot, typ=self.type), v, flags=("contract", "reassoc")), self.slot)
+
+    def value(self):
+        return self.kb.b.load(self.slot, typ=self.type)
 
 
 def _alloca(kb, n: int, name: str):
@@ -326,9 +388,9 @@ def _row_reader(kb, shape, slot, r, rows):
     return read
 
 
-def _row_loop(kb, shape, rows, r, gen, target):
+def _row_loop(kb, shape, rows, r, gen, target, on_value=None):
     """Row r of `shape`: gen at each position (physical order), stored into the buffer
-    (row r of it) or the row scratch."""
+    (row r of it) or the row scratch; each value also passed to `on_value`."""
     b = kb.b
     order = list(reversed(minor_to_major(shape)))      # major to minor; order[0]: the rows
     per_row = shape.size // rows
@@ -348,5 +410,7 @@ def _row_loop(kb, shape, rows, r, gen, target):
     v = gen(index)
     p = b.gep(ptr, [inner if in_scratch else lin], source_etype=storage_type(shape.dtype), inbounds=True)
     store_elem(b, shape.dtype, v, p)
+    if on_value is not None:
+        on_value(v)
     for cm in reversed(stack):
         cm.__exit__(None, None, None)
