@@ -15,7 +15,7 @@ from contextlib import nullcontext
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import (blas, buffers, collective_calls, conv_gemm, library_fusion, parallel,
+from . import (blas, buffers, collective_calls, conv_gemm, dedup, library_fusion, parallel,
                row_groups, split_reduce)
 from .profile import site_of
 from .context import ptr_arg
@@ -30,11 +30,13 @@ COMP_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR])
 class Functions:
     """Compiled computations of one module, each with its buffer plan."""
 
-    def __init__(self, mcx):
+    def __init__(self, mcx, share_kernels: bool = True):
         self.mcx = mcx
         self.fns: dict[int, ir.Function] = {}
         self.plans: dict[int, buffers.Plan] = {}
         self.donated: tuple = (None, ())     # (ENTRY computation, buffers.alias_leaves)
+        # identical kernels emitted once (None: each instruction its own kernel)
+        self.kernels = dedup.Kernels() if share_kernels else None
 
     def arena(self, comp) -> int:
         return self.plans[id(comp)].arena
@@ -198,7 +200,9 @@ class _Emitter:
                         and inst.opcode not in ("fusion",):
                     raise unsupported(inst, f"opcode {inst.opcode} in the compiled back end")
                 try:
-                    kernel = emit_kernel(self.mcx, inst)
+                    kernels = self.fns.kernels
+                    kernel = emit_kernel(self.mcx, inst) if kernels is None \
+                        else kernels.get(self.mcx, inst, emit_kernel)
                 except TypeUnsupported as e:
                     raise unsupported(inst, f"{inst.opcode} on {e} in the compiled back end") from None
                 bufs = [x for o in inst.operands for x in self.leaves(o)] + self.leaves(inst)

@@ -72,14 +72,16 @@ class Lowered:
         self.sites = list(sites)         # profiled kernel sites (hloc.backend.profile)
 
 
-def lower(module, options: Options) -> Lowered:
+def lower(module, options: Options, share_kernels: bool = True) -> Lowered:
+    """`share_kernels`: identical kernels compile once (hloc.backend.dedup); the code
+    computes the same either way."""
     from .expand import for_codegen
     module = for_codegen(module)          # batch-norm expanded, as XLA:CPU always does
     _, _, feats, triple = host()
     tm = target_machine()
     mcx = ModuleContext(module.name, options, triple, str(tm.target_data))
     mcx.features = feats                  # the target's, for code that depends on them
-    fns = Functions(mcx)
+    fns = Functions(mcx, share_kernels)
     donated = alias_leaves(module, options.donate)
     fns.donated = (module.entry, donated)
     entry = fns.compile(module.entry)
@@ -103,6 +105,7 @@ def lower(module, options: Options) -> Lowered:
     sites = mcx.profiler.sites if mcx.profiler is not None else []
     sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=(ENTRY,))
     lowered = Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts)
+    lowered.kernels_merged = fns.kernels.merged if fns.kernels is not None else 0
     inplace = fns.plans[id(module.entry)].inplace
     # (out leaf, param leaf, kind, whether the output lives in the parameter's buffer)
     lowered.donated = [(j, i, kind, j in inplace) for j, i, kind in donated]
