@@ -151,3 +151,37 @@ def test_a_function_address_in_a_global_keeps_the_module_whole():
     sp = partition.split(m, 1, 8, roots=("entry",))
     assert sp.parts == [sp.text]
     llvm.parse_assembly(sp.text).verify()
+
+
+@pytest.mark.parametrize("stem", ["scan_rnn", "nested_control_flow", "while_loop_newton"])
+def test_computations_compiled_on_their_own_give_the_same_bits(stem, monkeypatch):
+    """Every computation function noinline (hloc.backend.computation.OWN_UNIT_INSTRUCTIONS,
+    normally only large ones), split finely: the bits of the module with them inlined."""
+    from hloc.backend import computation
+    d = load_npz(DUMPS / f"{stem}.npz")
+    ins = [d[f"in{i}"] for i in range(sum(1 for k in d if k.startswith("in") and k[2:].isdigit()))]
+    text = (DUMPS / f"{stem}.after_optimizations.hlo").read_text()
+    got = []
+    for limit, part_bytes in ((1 << 40, 1 << 40), (0, 1)):
+        monkeypatch.setattr(computation, "OWN_UNIT_INSTRUCTIONS", limit)
+        monkeypatch.setattr(jit, "PART_BYTES", part_bytes)
+        m = hloc.parse(text, stem)
+        low = jit.lower(m, Options())
+        noinline = [n for n in ("comp.",) for p in low.parts
+                    for line in p.splitlines() if line.startswith("define") and n in line
+                    and "noinline" in line]
+        got.append((bool(noinline), _bits(compile_module(hloc.parse(text, stem)), m,
+                                          bind_arguments(m, ins))))
+    assert not got[0][0] and got[1][0]
+    assert got[0][1] == got[1][1]
+
+
+def test_large_scan_bodies_compile_in_parts_of_their_own():
+    text = (DUMPS / "bert_train_step.after_optimizations.hlo").read_text()
+    low = jit.lower(hloc.parse(text), Options())
+    owners = {}
+    for k, p in enumerate(low.parts):
+        for line in p.splitlines():
+            if line.startswith("define ") and '@"comp.' in line and "internal" not in line:
+                owners[line.split('@"')[1].split('"')[0]] = k
+    assert len(owners) >= 3 and len(set(owners.values())) >= 3, owners

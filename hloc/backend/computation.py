@@ -25,6 +25,12 @@ from .loops import i64
 from .types import I1, I8, I32, I64, PTR, VOID, TypeUnsupported, opaque
 
 COMP_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR])
+# A computation function whose code, with the kernels and computations LLVM inlines into
+# it, exceeds this many LLVM instructions is not inlined into its caller: it is then a
+# unit of its own that hloc.backend.partition can place in another part than its
+# caller's (a large scan body compiles beside the computation that loops over it). A
+# call per loop iteration is nothing beside that much code.
+OWN_UNIT_INSTRUCTIONS = 2500
 
 
 class Functions:
@@ -37,6 +43,7 @@ class Functions:
         self.donated: tuple = (None, ())     # (ENTRY computation, buffers.alias_leaves)
         # identical kernels emitted once (None: each instruction its own kernel)
         self.kernels = dedup.Kernels() if share_kernels else None
+        self._weights: dict[str, int] = {}
 
     def arena(self, comp) -> int:
         return self.plans[id(comp)].arena
@@ -76,6 +83,23 @@ class Functions:
         fn.args[2].add_attribute("noalias")
         self.fns[id(comp)] = fn
         _Emitter(self, comp, plan, fn).run()
+        if self.weight(fn) > OWN_UNIT_INSTRUCTIONS:
+            fn.attributes.add("noinline")
+
+    def weight(self, fn: ir.Function) -> int:
+        """LLVM instructions in `fn` once what it calls is inlined (before optimisation)."""
+        w = self._weights.get(fn.name)
+        if w is None:
+            w = 0
+            for block in fn.blocks:
+                for inst in block.instructions:
+                    w += 1
+                    callee = getattr(inst, "callee", None)
+                    if isinstance(callee, ir.Function) and callee.blocks \
+                            and "noinline" not in callee.attributes:
+                        w += self.weight(callee)
+            self._weights[fn.name] = w
+        return w
 
 
 class _Emitter:
