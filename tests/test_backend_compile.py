@@ -185,3 +185,20 @@ def test_large_scan_bodies_compile_in_parts_of_their_own():
             if line.startswith("define ") and '@"comp.' in line and "internal" not in line:
                 owners[line.split('@"')[1].split('"')[0]] = k
     assert len(owners) >= 3 and len(set(owners.values())) >= 3, owners
+
+
+def test_slp_is_off_only_in_parts_with_a_very_large_function(monkeypatch):
+    from hloc.backend import computation
+    text = (DUMPS / "bert_train_step.after_optimizations.hlo").read_text()
+    low = jit.lower(hloc.parse(text), Options())
+    assert all(low.slp)                      # no function that large in the BERT step
+    monkeypatch.setattr(jit, "SLP_MAX_INSTRUCTIONS", 3000)
+    monkeypatch.setattr(computation, "OWN_UNIT_INSTRUCTIONS", 3000)
+    low = jit.lower(hloc.parse(text), Options())
+    assert len(low.slp) == len(low.parts) and 1 <= low.slp.count(False) < len(low.parts)
+    for part, slp in zip(low.parts, low.slp):
+        heads = [line for line in part.splitlines()
+                 if line.startswith("define ") and '@"comp.' in line and "internal" not in line]
+        assert slp == (not heads)           # each large computation is its own owned function
+    assert jit.compile_objects(low, Options(), threads=1) == \
+        jit.compile_objects(low, Options(), threads=2)
