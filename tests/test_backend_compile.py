@@ -202,3 +202,20 @@ def test_slp_is_off_only_in_parts_with_a_very_large_function(monkeypatch):
         assert slp == (not heads)           # each large computation is its own owned function
     assert jit.compile_objects(low, Options(), threads=1) == \
         jit.compile_objects(low, Options(), threads=2)
+
+
+def test_a_small_sort_inlined_into_its_computation_compiles():
+    """The weight of a computation counts a recursive helper (the sort's sortrec) once."""
+    text = """HloModule s
+%cmp (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %lt = pred[] compare(f32[] %a, f32[] %b), direction=LT
+}
+ENTRY %main (p: f32[16]) -> f32[16] {
+  %p = f32[16]{0} parameter(0)
+  ROOT %s = f32[16]{0} sort(f32[16]{0} %p), dimensions={0}, to_apply=%cmp
+}
+"""
+    x = np.random.default_rng(0).standard_normal(16).astype(np.float32)
+    np.testing.assert_array_equal(compile_module(hloc.parse(text)).run([x]), np.sort(x))

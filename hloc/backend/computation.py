@@ -90,7 +90,7 @@ class Functions:
         """LLVM instructions in `fn` once what it calls is inlined (before optimisation)."""
         w = self._weights.get(fn.name)
         if w is None:
-            w = 0
+            self._weights[fn.name] = w = 0      # a recursive helper (sortrec) counts once
             for block in fn.blocks:
                 for inst in block.instructions:
                     w += 1
