@@ -205,7 +205,7 @@ def test_slp_is_off_only_in_parts_with_a_very_large_function(monkeypatch):
 
 
 def test_a_small_sort_inlined_into_its_computation_compiles():
-    """The weight of a computation counts a recursive helper (the sort's sortrec) once."""
+    """The weight of a computation does not follow the sort kernel's recursive helper."""
     text = """HloModule s
 %cmp (a: f32[], b: f32[]) -> pred[] {
   %a = f32[] parameter(0)

@@ -87,16 +87,21 @@ class Functions:
             fn.attributes.add("noinline")
 
     def weight(self, fn: ir.Function) -> int:
-        """LLVM instructions in `fn` once what it calls is inlined (before optimisation)."""
+        """LLVM instructions in `fn` with the kernels (alwaysinline) and computations
+        (unless noinline) it calls inlined, before optimisation. Other helpers (the
+        work-group runtime, sort recursion) count as calls: the size must not depend on
+        how kernels are dispatched, since it decides the pipeline (jit.SLP_MAX_INSTRUCTIONS)."""
         w = self._weights.get(fn.name)
         if w is None:
-            self._weights[fn.name] = w = 0      # a recursive helper (sortrec) counts once
+            comps = {f.name for f in self.fns.values()}
+            w = 0
             for block in fn.blocks:
                 for inst in block.instructions:
                     w += 1
                     callee = getattr(inst, "callee", None)
                     if isinstance(callee, ir.Function) and callee.blocks \
-                            and "noinline" not in callee.attributes:
+                            and "noinline" not in callee.attributes \
+                            and ("alwaysinline" in callee.attributes or callee.name in comps):
                         w += self.weight(callee)
             self._weights[fn.name] = w
         return w
