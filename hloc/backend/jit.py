@@ -58,11 +58,6 @@ def host():
         # Full unrolling of constant-trip loops is most of O3's time on kernel-heavy
         # modules (BERT step: 17 s at LLVM's 300, 14 s at 100, same run time); process-wide.
         llvm.set_option("", f"-unroll-threshold={UNROLL_THRESHOLD}")
-        # Partial (and runtime) unrolling: 20 % of the BERT step's LLVM CPU time (a third
-        # of its codegen, most of it loop strength reduction on the unrolled bodies) for
-        # no measurable run time on benchmarks/run.py's cases (the vectoriser still
-        # interleaves); full unrolling stays.
-        llvm.set_option("", "-unroll-allow-partial=false")
         triple = llvm.get_process_triple()
         _host = (llvm.Target.from_triple(triple), llvm.get_host_cpu_name(),
                  llvm.get_host_cpu_features().flatten(), triple)
