@@ -9,7 +9,8 @@ HLO passes, LLVM IR generation, LLVM (optimise + codegen, the parts on threads w
 tree has hloc.backend.compile_threads) and loading, each as wall / process-CPU ms (CPU
 sums every thread: on a loaded machine wall time mostly measures the load), best of
 --repeat; then XLA:CPU's compile (run.py's `compile_and_load` of the same HLO text) and
-the wall-time ratio. --llvm-threads N compiles the parts on N threads (default: every
+the wall-time ratio; then how many parts LLVM compiled and how many kernels were
+compiled once for several identical instructions (hloc.backend.dedup). --llvm-threads N compiles the parts on N threads (default: every
 core; 1 gives the same objects one part after another). It drives the back end's functions directly, so it also runs on an
 older tree (e.g. `git archive` of the base commit) for before/after tables.
 Not a test: timings on a shared machine vary.
@@ -46,6 +47,8 @@ def _compile(text, name, best, threads):
     t, c = tick("HLO passes", t, c)
     low = jit.lower(m, Options())
     t, c = tick("IR gen", t, c)
+    # parts LLVM compiles, kernels compiled once for several instructions (older trees: -)
+    best["shape"] = (len(getattr(low, "parts", [None])), getattr(low, "kernels_merged", "-"))
     if hasattr(jit, "compile_objects"):
         code = jit.compile_objects(low, Options(), threads=threads)
     else:                                    # a tree from before parts
@@ -63,8 +66,8 @@ def main(argv=None):
     opts = ap.parse_args(argv)
     jit.host()
     print("ms, wall / CPU; hloc = sum of the phases' best; ratio = hloc wall / XLA wall")
-    print("| case | " + " | ".join(PHASES) + " | hloc | XLA:CPU | hloc/XLA |")
-    print("|---" * (len(PHASES) + 4) + "|")
+    print("| case | " + " | ".join(PHASES) + " | hloc | XLA:CPU | hloc/XLA | parts | merged |")
+    print("|---" * (len(PHASES) + 6) + "|")
     for name, stem in FILE_CASES.items():
         if opts.cases and not any(c in name for c in opts.cases):
             continue
@@ -81,7 +84,8 @@ def main(argv=None):
         fmt = lambda w, c: f"{w * 1e3:.0f} / {c * 1e3:.0f}"   # noqa: E731
         have_xla = xla[0] != float("inf")
         print(f"| {name} | " + " | ".join(fmt(*best[k]) for k in PHASES) + f" | {fmt(wall, cpu)} | "
-              + (f"{fmt(*xla)} | {wall / xla[0]:.2f}x |" if have_xla else "- | - |"), flush=True)
+              + (f"{fmt(*xla)} | {wall / xla[0]:.2f}x |" if have_xla else "- | - |")
+              + " {} | {} |".format(*best["shape"]), flush=True)
 
 
 if __name__ == "__main__":

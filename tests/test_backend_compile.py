@@ -151,3 +151,71 @@ def test_a_function_address_in_a_global_keeps_the_module_whole():
     sp = partition.split(m, 1, 8, roots=("entry",))
     assert sp.parts == [sp.text]
     llvm.parse_assembly(sp.text).verify()
+
+
+@pytest.mark.parametrize("stem", ["scan_rnn", "nested_control_flow", "while_loop_newton"])
+def test_computations_compiled_on_their_own_give_the_same_bits(stem, monkeypatch):
+    """Every computation function noinline (hloc.backend.computation.OWN_UNIT_INSTRUCTIONS,
+    normally only large ones), split finely: the bits of the module with them inlined."""
+    from hloc.backend import computation
+    d = load_npz(DUMPS / f"{stem}.npz")
+    ins = [d[f"in{i}"] for i in range(sum(1 for k in d if k.startswith("in") and k[2:].isdigit()))]
+    text = (DUMPS / f"{stem}.after_optimizations.hlo").read_text()
+    got = []
+    for limit, part_bytes in ((1 << 40, 1 << 40), (0, 1)):
+        monkeypatch.setattr(computation, "OWN_UNIT_INSTRUCTIONS", limit)
+        monkeypatch.setattr(jit, "PART_BYTES", part_bytes)
+        m = hloc.parse(text, stem)
+        low = jit.lower(m, Options())
+        noinline = [n for n in ("comp.",) for p in low.parts
+                    for line in p.splitlines() if line.startswith("define") and n in line
+                    and "noinline" in line]
+        got.append((bool(noinline), _bits(compile_module(hloc.parse(text, stem)), m,
+                                          bind_arguments(m, ins))))
+    assert not got[0][0] and got[1][0]
+    assert got[0][1] == got[1][1]
+
+
+def test_large_scan_bodies_compile_in_parts_of_their_own():
+    text = (DUMPS / "bert_train_step.after_optimizations.hlo").read_text()
+    low = jit.lower(hloc.parse(text), Options())
+    owners = {}
+    for k, p in enumerate(low.parts):
+        for line in p.splitlines():
+            if line.startswith("define ") and '@"comp.' in line and "internal" not in line:
+                owners[line.split('@"')[1].split('"')[0]] = k
+    assert len(owners) >= 3 and len(set(owners.values())) >= 3, owners
+
+
+def test_slp_is_off_only_in_parts_with_a_very_large_function(monkeypatch):
+    from hloc.backend import computation
+    text = (DUMPS / "bert_train_step.after_optimizations.hlo").read_text()
+    low = jit.lower(hloc.parse(text), Options())
+    assert all(low.slp)                      # no function that large in the BERT step
+    monkeypatch.setattr(jit, "SLP_MAX_INSTRUCTIONS", 3000)
+    monkeypatch.setattr(computation, "OWN_UNIT_INSTRUCTIONS", 3000)
+    low = jit.lower(hloc.parse(text), Options())
+    assert len(low.slp) == len(low.parts) and 1 <= low.slp.count(False) < len(low.parts)
+    for part, slp in zip(low.parts, low.slp):
+        heads = [line for line in part.splitlines()
+                 if line.startswith("define ") and '@"comp.' in line and "internal" not in line]
+        assert slp == (not heads)           # each large computation is its own owned function
+    assert jit.compile_objects(low, Options(), threads=1) == \
+        jit.compile_objects(low, Options(), threads=2)
+
+
+def test_a_small_sort_inlined_into_its_computation_compiles():
+    """The weight of a computation does not follow the sort kernel's recursive helper."""
+    text = """HloModule s
+%cmp (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %lt = pred[] compare(f32[] %a, f32[] %b), direction=LT
+}
+ENTRY %main (p: f32[16]) -> f32[16] {
+  %p = f32[16]{0} parameter(0)
+  ROOT %s = f32[16]{0} sort(f32[16]{0} %p), dimensions={0}, to_apply=%cmp
+}
+"""
+    x = np.random.default_rng(0).standard_normal(16).astype(np.float32)
+    np.testing.assert_array_equal(compile_module(hloc.parse(text)).run([x]), np.sort(x))

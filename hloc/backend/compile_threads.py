@@ -34,10 +34,11 @@ def available() -> bool:
     return _RAW is not None
 
 
-def pass_builder(tm, opt_level: int):
-    """hloc's LLVM pipeline: the new pass manager at `opt_level`, SLP on."""
+def pass_builder(tm, opt_level: int, slp: bool = True):
+    """hloc's LLVM pipeline: the new pass manager at `opt_level`, SLP on unless `slp` is
+    false (hloc.backend.jit.SLP_MAX_INSTRUCTIONS)."""
     pto = llvm.PipelineTuningOptions(speed_level=opt_level)
-    pto.slp_vectorization = True
+    pto.slp_vectorization = slp
     return llvm.PassBuilder(tm, pto)
 
 
@@ -55,9 +56,10 @@ class Stats:
         return now
 
 
-def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=None) -> bytes:
-    """Object code of one module: parse, verify, optimise at `opt_level`, emit with a
-    fresh target machine from `make_tm()`."""
+def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=None,
+                slp: bool = True) -> bytes:
+    """Object code of one module: parse, verify, optimise at `opt_level` (SLP per `slp`),
+    emit with a fresh target machine from `make_tm()`."""
     stats = stats or Stats()
     t = time.perf_counter()
     if not unlocked:
@@ -65,7 +67,7 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
         mod.verify()
         t = stats.add("parse", t)
         if opt_level > 0:
-            pb = pass_builder(make_tm(), opt_level)
+            pb = pass_builder(make_tm(), opt_level, slp)
             pb.getModulePassManager().run(mod, pb)
         t = stats.add("optimise", t)
         obj = make_tm().emit_object(mod)
@@ -83,7 +85,7 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
                 raise RuntimeError(str(err))
         t = stats.add("parse", t)
         if opt_level > 0:
-            pb = pass_builder(make_tm(), opt_level)
+            pb = pass_builder(make_tm(), opt_level, slp)
             _RUN(pb.getModulePassManager(), mod, pb)
         t = stats.add("optimise", t)
         tm = make_tm()
@@ -102,12 +104,14 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
 
 
 def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
-                stats: Stats | None = None) -> list[bytes]:
+                stats: Stats | None = None, slp: list[bool] | None = None) -> list[bytes]:
     """The objects of `texts`, in order, compiled on up to `threads` threads (largest
-    first, each thread taking the next when done). Objects do not depend on `threads`."""
+    first, each thread taking the next when done; `slp`: per text, SLP on or off, default
+    on). Objects do not depend on `threads`."""
+    slp = list(slp) if slp is not None else [True] * len(texts)
     threads = max(1, min(threads, len(texts)))
     if threads == 1 or not available():
-        return [compile_one(t, make_tm, opt_level, False, stats) for t in texts]
+        return [compile_one(t, make_tm, opt_level, False, stats, s) for t, s in zip(texts, slp)]
     order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
     out: list = [None] * len(texts)
     errors: list[BaseException] = []
@@ -120,7 +124,7 @@ def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
                     return
                 k = order.pop(0)
             try:
-                out[k] = compile_one(texts[k], make_tm, opt_level, True, stats)
+                out[k] = compile_one(texts[k], make_tm, opt_level, True, stats, slp[k])
             except BaseException as e:      # re-raised in the caller's thread
                 with lock:
                     errors.append(e)

@@ -15,7 +15,7 @@ from contextlib import nullcontext
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import (blas, buffers, collective_calls, conv_gemm, library_fusion, parallel,
+from . import (blas, buffers, collective_calls, conv_gemm, dedup, library_fusion, parallel,
                row_groups, split_reduce)
 from .profile import site_of
 from .context import ptr_arg
@@ -25,16 +25,25 @@ from .loops import at_entry, i64
 from .types import I1, I8, I32, I64, PTR, VOID, TypeUnsupported, opaque
 
 COMP_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR])
+# A computation function whose code, with the kernels and computations LLVM inlines into
+# it, exceeds this many LLVM instructions is not inlined into its caller: it is then a
+# unit of its own that hloc.backend.partition can place in another part than its
+# caller's (a large scan body compiles beside the computation that loops over it). A
+# call per loop iteration is nothing beside that much code.
+OWN_UNIT_INSTRUCTIONS = 2500
 
 
 class Functions:
     """Compiled computations of one module, each with its buffer plan."""
 
-    def __init__(self, mcx):
+    def __init__(self, mcx, share_kernels: bool = True):
         self.mcx = mcx
         self.fns: dict[int, ir.Function] = {}
         self.plans: dict[int, buffers.Plan] = {}
         self.donated: tuple = (None, ())     # (ENTRY computation, buffers.alias_leaves)
+        # identical kernels emitted once (None: each instruction its own kernel)
+        self.kernels = dedup.Kernels() if share_kernels else None
+        self._weights: dict[str, int] = {}
 
     def arena(self, comp) -> int:
         return self.plans[id(comp)].arena
@@ -74,6 +83,28 @@ class Functions:
         fn.args[2].add_attribute("noalias")
         self.fns[id(comp)] = fn
         _Emitter(self, comp, plan, fn).run()
+        if self.weight(fn) > OWN_UNIT_INSTRUCTIONS:
+            fn.attributes.add("noinline")
+
+    def weight(self, fn: ir.Function) -> int:
+        """LLVM instructions in `fn` with the kernels (alwaysinline) and computations
+        (unless noinline) it calls inlined, before optimisation. Other helpers (the
+        work-group runtime, sort recursion) count as calls: the size must not depend on
+        how kernels are dispatched, since it decides the pipeline (jit.SLP_MAX_INSTRUCTIONS)."""
+        w = self._weights.get(fn.name)
+        if w is None:
+            comps = {f.name for f in self.fns.values()}
+            w = 0
+            for block in fn.blocks:
+                for inst in block.instructions:
+                    w += 1
+                    callee = getattr(inst, "callee", None)
+                    if isinstance(callee, ir.Function) and callee.blocks \
+                            and "noinline" not in callee.attributes \
+                            and ("alwaysinline" in callee.attributes or callee.name in comps):
+                        w += self.weight(callee)
+            self._weights[fn.name] = w
+        return w
 
 
 class _Emitter:
@@ -192,7 +223,9 @@ class _Emitter:
                         and inst.opcode not in ("fusion",):
                     raise unsupported(inst, f"opcode {inst.opcode} in the compiled back end")
                 try:
-                    kernel = emit_kernel(self.mcx, inst)
+                    kernels = self.fns.kernels
+                    kernel = emit_kernel(self.mcx, inst) if kernels is None \
+                        else kernels.get(self.mcx, inst, emit_kernel)
                 except TypeUnsupported as e:
                     raise unsupported(inst, f"{inst.opcode} on {e} in the compiled back end") from None
                 bufs = [x for o in inst.operands for x in self.leaves(o)] + self.leaves(inst)

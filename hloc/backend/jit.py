@@ -7,7 +7,8 @@ xla-cpu numerics sets FTZ/DAZ in MXCSR around the call and restores it after.
 IR that `hloc emit-llvm` prints is what `compile_objects(...)` compiles, dealt out to
 parts (hloc.backend.partition: a large module is split by size into parts that LLVM
 optimises and emits on several threads, hloc.backend.compile_threads; the part count
-depends on the module alone, so objects do not depend on the machine's cores). The
+depends on the module alone, so objects do not depend on the machine's cores; a part
+holding a very large function is optimised without SLP, SLP_MAX_INSTRUCTIONS). The
 objects are checked against the runtime table before they are loaded into one engine,
 and the engine that owns the code is kept by the returned `NativeCode` as long as
 anyone can call into it.
@@ -38,6 +39,13 @@ UNROLL_THRESHOLD = 100
 # over the cores; fixed numbers, so the parts, and the objects, depend on the module only.
 PART_BYTES = 48 << 10
 MAX_PARTS = 8
+# A part holding a function of more LLVM instructions than this (with what it inlines:
+# a scan body of thousands of inlined scalar kernels, one long basic block) is optimised
+# without the SLP vectoriser, whose time grows with block length: a quarter of the
+# grad(scan) body's optimisation, for no measured run time (the loop vectoriser
+# still runs; XLA:CPU has SLP off everywhere). Smaller functions keep it (the f64 scan
+# body's 3x3 products need it).
+SLP_MAX_INSTRUCTIONS = 8000
 _host = None
 
 
@@ -64,23 +72,26 @@ def target_machine(opt: int = 3):
 class Lowered:
     """The LLVM module of one HLO module and what the runtime needs to call it."""
 
-    def __init__(self, ir_text: str, arena: int, entry_comp, sites=(), parts=None):
+    def __init__(self, ir_text: str, arena: int, entry_comp, sites=(), parts=None, slp=None):
         self.ir_text = ir_text
         self.parts = list(parts) if parts else [ir_text]    # what compiles, one object each
+        self.slp = list(slp) if slp is not None else [True] * len(self.parts)   # per part
         self.arena = arena
         self.entry_comp = entry_comp
         self.sites = list(sites)         # profiled kernel sites (hloc.backend.profile)
 
 
 @gc_paused
-def lower(module, options: Options) -> Lowered:
+def lower(module, options: Options, share_kernels: bool = True) -> Lowered:
+    """`share_kernels`: identical kernels compile once (hloc.backend.dedup); the code
+    computes the same either way."""
     from .expand import for_codegen
     module = for_codegen(module)          # batch-norm expanded, as XLA:CPU always does
     _, _, feats, triple = host()
     tm = target_machine()
     mcx = ModuleContext(module.name, options, triple, str(tm.target_data))
     mcx.features = feats                  # the target's, for code that depends on them
-    fns = Functions(mcx)
+    fns = Functions(mcx, share_kernels)
     donated = alias_leaves(module, options.donate)
     fns.donated = (module.entry, donated)
     entry = fns.compile(module.entry)
@@ -103,7 +114,10 @@ def lower(module, options: Options) -> Lowered:
     b.ret_void()
     sites = mcx.profiler.sites if mcx.profiler is not None else []
     sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=(ENTRY,))
-    lowered = Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts)
+    large = {f.name for f in fns.fns.values() if fns.weight(f) > SLP_MAX_INSTRUCTIONS}
+    lowered = Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts,
+                      [not (m & large) for m in sp.members])
+    lowered.kernels_merged = fns.kernels.merged if fns.kernels is not None else 0
     inplace = fns.plans[id(module.entry)].inplace
     # (out leaf, param leaf, kind, whether the output lives in the parameter's buffer)
     lowered.donated = [(j, i, kind, j in inplace) for j, i, kind in donated]
@@ -180,7 +194,7 @@ def compile_objects(lowered: Lowered, options: Options, threads: int | None = No
     `stats` (compile_threads.Stats) collects seconds per LLVM phase."""
     threads = compile_threads_default() if threads is None else threads
     objs = compile_threads.compile_all(lowered.parts, lambda: target_machine(options.opt_level),
-                                       options.opt_level, threads, stats)
+                                       options.opt_level, threads, stats, lowered.slp)
     runtime.check_objects(objs)
     return objs
 

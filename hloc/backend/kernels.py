@@ -130,15 +130,11 @@ def emit_kernel(mcx, inst) -> ir.Function:
     base = dus_base(inst)
     if base is not None:            # a DUS of its own operand buffer: maybe in place
         ops = [gen_of(o) for o in root.operands] if inst.opcode == "fusion" else readers
-        with b.if_else(same_buffer(b, outs[0], ptrs[base])) as (inplace, copy):
-            with inplace:
-                kb.cache.clear()
-                emit_window(kb, root, ops, outs[0], out_shapes[0], wg)
-            with copy:          # the operand copied as bytes, then the window
-                kb.cache.clear()
-                copy_operand(kb, outs[0], ptrs[base], out_shapes[0], wg)
-                kb.cache.clear()
-                emit_window(kb, root, ops, outs[0], out_shapes[0], wg)
+        # another buffer: the operand copied as bytes first; then the window, emitted once
+        with b.if_then(b.not_(same_buffer(b, outs[0], ptrs[base]))):
+            copy_operand(kb, outs[0], ptrs[base], out_shapes[0], wg)
+        kb.cache.clear()
+        emit_window(kb, root, ops, outs[0], out_shapes[0], wg)
         b.ret_void()
         return fn
     if root.opcode == "tuple" and inst.opcode == "fusion":

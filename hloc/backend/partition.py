@@ -35,11 +35,13 @@ _PRIVATE = ("private", "internal")
 
 
 class Split:
-    """The printed module (`text`) and its parts' texts (`parts`: one when not split)."""
+    """The printed module (`text`), its parts' texts (`parts`: one when not split) and the
+    names of the functions each part defines (`members`)."""
 
-    def __init__(self, text: str, parts: list[str]):
+    def __init__(self, text: str, parts: list[str], members: list[set]):
         self.text = text
         self.parts = parts
+        self.members = members
 
 
 def _declaration(fn_text: str) -> str:
@@ -80,14 +82,15 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
     whole = "\n".join(header + [texts[v.name] for v in values])
     defined = [v for v in values if isinstance(v, ir.Function) and not v.is_declaration]
     parts = min(max_parts, -(-sum(len(texts[f.name]) for f in defined) // max(part_bytes, 1)))
+    every = [{f.name for f in defined}]
     if len(defined) < 2 or module.metadata or module.namedmetadata:
-        return Split(whole, [whole])
+        return Split(whole, [whole], every)
     by_name = {v.name: v for v in values}
     refs = {v.name: [r for r in dict.fromkeys(_REF.findall(texts[v.name]))
                      if r != v.name and r in by_name] for v in values}
     if any(isinstance(by_name[r], ir.Function) for v in values
            if isinstance(v, ir.GlobalVariable) for r in refs[v.name]):
-        return Split(whole, [whole])         # a function's address in a global: not split
+        return Split(whole, [whole], every)  # a function's address in a global: not split
 
     def shared(fn) -> bool:
         return fn.name not in roots and (fn.linkage in _PRIVATE or "noinline" not in fn.attributes)
@@ -107,7 +110,7 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
         closure[f.name] = seen
     size = {n: len(t) for n, t in texts.items()}
     if not owned:
-        return Split(whole, [whole])
+        return Split(whole, [whole], every)
     members: list[set] = [set() for _ in range(max(1, min(parts, len(owned))))]
     weight = [0] * len(members)
     for f in sorted(owned, key=lambda f: (-sum(size[n] for n in closure[f.name]), f.name)):
@@ -157,4 +160,4 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
             elif n in used[k]:
                 lines.append(_declaration(texts[n]))
         out.append("\n".join(lines))
-    return Split(whole, out)
+    return Split(whole, out, members)
