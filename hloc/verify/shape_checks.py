@@ -42,6 +42,8 @@ def check_shape(inst, ctx) -> None:
     values = tuple(map(attrs.get, op.attr_names))
     if INFER_READS_SIGNATURE in op.traits:    # each reduce has its own reducer: key by
         values = tuple(_signature(v) if isinstance(v, Computation) else v for v in values)
+    elif "calls" in op.traits:     # the memo outlives a run (hloc.verify.incremental): a
+        values = tuple(_called_key(v) for v in values)     # callee's edits change the key
     key = (op.name, inst.shape, tuple(shapes), values)
     memo = ctx.infer_memo
     try:
@@ -60,6 +62,14 @@ def check_shape(inst, ctx) -> None:
         return
     if hit[1] is not None:
         compare_shape(inst, hit[1], ctx)
+
+
+def _called_key(value):
+    if isinstance(value, Computation):
+        return value, value.generation
+    if isinstance(value, tuple) and value and isinstance(value[0], Computation):
+        return tuple((c, c.generation) for c in value)
+    return value
 
 
 def _signature(comp: Computation) -> tuple:
@@ -120,7 +130,7 @@ def _mixed_operands_ok(inst) -> bool:
 @check()
 def check_dynamism_and_layout(inst, ctx) -> None:
     shape = inst.shape
-    seen = ctx.__dict__.setdefault("_shapes_ok", set())
+    seen = ctx.shapes_ok
     if shape in seen:      # depends on the shape only; big modules repeat shapes
         return
     n = len(ctx.errors)
