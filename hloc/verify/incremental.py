@@ -44,6 +44,7 @@ class Verifier:
         self._memos = ({}, set())       # Context.infer_memo / shapes_ok, kept across runs
         self._sites: dict = {}          # computation -> (generation, its call_sites)
         self.last_checked = 0           # instructions the last run checked (tests, stats)
+        self.limited_runs = 0           # runs that checked what changed (tests, stats)
 
     def _context(self) -> Context:
         return Context(self.module, self.opts, self._memos, self._call_sites)
@@ -67,6 +68,7 @@ class Verifier:
                 local[comp] = comp.instructions
             elif touched:
                 local[comp] = [i for i in touched if i.parent is comp]
+        self.limited_runs += 1
         if graph_errors(module, local):
             return self._full()
         ctx = run_checks(lambda: self._limited_context(changes))
