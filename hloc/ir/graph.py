@@ -454,6 +454,18 @@ def _local_graph_errors(only: dict) -> list[str]:
     computation's whole instruction list (`instructions` itself) is checked as
     graph_errors does."""
     errors = []
+    wide: dict = {}          # an instruction with many operands or users -> their set
+
+    def has(inst, slot: str, x) -> bool:
+        seq = getattr(inst, slot)
+        if len(seq) <= 16:
+            return x in seq
+        key = (inst, slot)
+        got = wide.get(key)
+        if got is None:
+            got = wide[key] = set(seq)
+        return x in got
+
     for comp, insts in only.items():
         if insts is comp.instructions:
             _comp_graph_errors(comp, errors)
@@ -467,14 +479,14 @@ def _local_graph_errors(only: dict) -> list[str]:
             if len(set(users)) != len(users):
                 errors.append(f"%{inst.name} in {comp.name}: a user is listed twice")
             for u in users:
-                if u.parent is not comp or inst not in u.operands:
+                if u.parent is not comp or not has(u, "operands", inst):
                     errors.append(f"%{inst.name} in {comp.name}: user %{u.name} does not "
                                   f"use it")
             for o in inst.operands:
                 if o.parent is not comp:
                     errors.append(f"%{inst.name} in {comp.name}: operand %{o.name} is not "
                                   f"in {comp.name}")
-                elif inst not in o.users:
+                elif not has(o, "users", inst):
                     errors.append(f"%{inst.name} in {comp.name}: missing from the users of "
                                   f"%{o.name}")
             for p in inst.control_predecessors:

@@ -106,8 +106,9 @@ def call_sites(comp: Computation) -> list[Instruction]:
 
 
 class Context:
-    """`memos` (shape-rule results, shapes found fine) and `sites` (computation -> its
-    call_sites) let a caller (hloc.verify.incremental) carry them from run to run."""
+    """`memos` (shape-rule results, shapes found fine; valid for one set of options)
+    and `sites` (computation -> its call_sites, in any order) let a caller
+    (hloc.verify.incremental) carry them from run to run."""
 
     def __init__(self, module: Module, opts: Options, memos: tuple | None = None,
                  sites=call_sites):

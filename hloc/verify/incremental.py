@@ -42,7 +42,8 @@ class Verifier:
         self._verified: dict[Computation, tuple] = {}
         self._found_buffers = False
         self._memos = ({}, set())       # Context.infer_memo / shapes_ok, kept across runs
-        self._sites: dict = {}          # computation -> (generation, its call_sites)
+        self._sites: dict = {}          # computation -> (generation, {call site: None})
+        self._changes: dict = {}        # this run's take_changes, per computation
         self.last_checked = 0           # instructions the last run checked (tests, stats)
         self.limited_runs = 0           # runs that checked what changed (tests, stats)
 
@@ -50,16 +51,29 @@ class Verifier:
         return Context(self.module, self.opts, self._memos, self._call_sites)
 
     def _call_sites(self, comp: Computation) -> list:
+        """call_sites(comp), from the last run's and this run's changes (the order of
+        callers matters only to messages, which come from a whole-module run)."""
         hit = self._sites.get(comp)
         if hit is None or hit[0] != comp.generation:
-            hit = self._sites[comp] = (comp.generation, call_sites(comp))
-        return hit[1]
+            everything, touched = self._changes.get(comp, (True, ()))
+            if hit is None or everything:
+                sites = dict.fromkeys(call_sites(comp))
+            else:
+                sites = {i: None for i in hit[1] if i.parent is comp}
+                for inst in touched:
+                    if inst.parent is comp and "calls" in inst.opdef.traits and \
+                            inst.called_computations():
+                        sites[inst] = None
+                    else:
+                        sites.pop(inst, None)
+            hit = self._sites[comp] = (comp.generation, sites)
+        return list(hit[1])
 
     def check(self) -> tuple[list[str], list[VerifyError]]:
         """(broken graph invariants, verifier errors) of the module, those of a
         whole-module run when there is any; no verifier run when the graph is broken."""
         module = self.module
-        changes = {c: c.take_changes() for c in module.computations}
+        changes = self._changes = {c: c.take_changes() for c in module.computations}
         if not self._verified or self.opts.verify_instruction_name_unchanged:
             return self._full()
         local = {}

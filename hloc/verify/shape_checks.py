@@ -52,7 +52,8 @@ def check_shape(inst, ctx) -> None:
         key, hit = None, None
     if hit is None:
         try:
-            hit = ("ok", op.infer(shapes, attrs, inst))
+            # the third item: whether compare_shape passed, outside / inside a fusion
+            hit = ("ok", op.infer(shapes, attrs, inst), [False, False])
         except ShapeInferenceError as e:
             hit = ("error", str(e))
         if key is not None:
@@ -61,7 +62,15 @@ def check_shape(inst, ctx) -> None:
         ctx.fail(inst, f"{hit[1]}, for instruction {describe(inst)}")
         return
     if hit[1] is not None:
+        # What compare_shape reads is in the key (opcode, shapes) but for whether a
+        # fusion calls the computation; the options are fixed for the memo's life.
+        fused = inst.parent in ctx.fused
+        if hit[2][fused]:
+            return
+        n = len(ctx.errors)
         compare_shape(inst, hit[1], ctx)
+        if len(ctx.errors) == n and key is not None:
+            hit[2][fused] = True
 
 
 def _called_key(value):
