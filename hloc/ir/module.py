@@ -7,23 +7,19 @@ the methods here (`replace_all_uses_with`, `add_control_dependency_to`,
 hloc.ir.graph, so users, control edges, roots and order stay consistent; passes use
 these, never raw list surgery. `check_invariants` states what they keep.
 
-Change tracking: every edit made through this API (operands, users, control edges,
-shape, attributes, parameter numbers, root, adding, removing and reordering
-instructions, the computation's thread and fusion flag) bumps the computation's
-`generation` and records the instructions whose verification could change in its
-change set: the edited instruction and, where an edit changes what a neighbour's checks
-read (a shape, an attribute, a users list), the neighbours. The verifier
-(hloc.verify.incremental) re-checks only those after a pass; `take_changes` hands them
-over. Names and source locations are not tracked: no verifier check reads them.
+Every edit made here is recorded for the verifier (hloc.ir.changes); control edges
+live in hloc.ir.control.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
+from .changes import touch as _touch, touch_around as _touch_around
+from .control import ControlEdges
 from .shape import Shape, TupleShape
 
 
-class Instruction:
+class Instruction(ControlEdges):
     __slots__ = ("name", "opdef", "opcode", "shape", "operands", "attrs", "users", "parent",
                  "loc", "literal", "_parameter_number", "control_predecessors",
                  "control_successors", "is_root_marked")
@@ -156,107 +152,16 @@ class Instruction:
             for fusion in fusions:
                 dedupe_fusion_operands(fusion)
 
-    # -- control edges (XLA: AddControlDependencyTo / RemoveControlDependencyTo /
-    # DropAllControlDeps); both directions are kept.
-    def add_control_dependency_to(self, succ: "Instruction") -> None:
-        """`succ` runs after self."""
-        if succ not in self.control_successors:
-            _edges(self, "control_successors").append(succ)
-            _edges(succ, "control_predecessors").append(self)
-            _touch(self)
-            _touch(succ)
-
-    def remove_control_dependency_to(self, succ: "Instruction") -> None:
-        self.control_successors = [s for s in self.control_successors if s is not succ]
-        succ.control_predecessors = [p for p in succ.control_predecessors if p is not self]
-        _touch(self)
-        _touch(succ)
-
-    def drop_all_control_deps(self) -> None:
-        _touch(self)
-        for succ in self.control_successors:
-            succ.control_predecessors = [p for p in succ.control_predecessors
-                                         if p is not self]
-            _touch(succ)
-        for pred in self.control_predecessors:
-            pred.control_successors = [s for s in pred.control_successors if s is not self]
-            _touch(pred)
-        self.control_successors = ()
-        self.control_predecessors = ()
-
-    def safely_drop_all_control_deps(self) -> None:
-        """SafelyDropAllControlDependencies: each control predecessor becomes one of each
-        control successor's before self's edges are dropped (the order is kept)."""
-        for succ in self.control_successors:
-            for pred in self.control_predecessors:
-                pred.add_control_dependency_to(succ)
-        self.drop_all_control_deps()
-
-    def copy_control_deps_from(self, other: "Instruction") -> None:
-        """CopyAllControlDepsFrom: self gets other's predecessors and successors."""
-        for pred in other.control_predecessors:
-            pred.add_control_dependency_to(self)
-        for succ in other.control_successors:
-            self.add_control_dependency_to(succ)
-
     def set_shape(self, shape: Shape) -> None:
         """A new result shape (XLA's mutable_shape), for passes that narrow a result."""
         self.shape = shape
         _touch_around(self)
-
-    def move_control_deps_to(self, new: "Instruction") -> None:
-        """`new` takes self's place in each of its control edges (same positions)."""
-        _touch(self)
-        _touch(new)
-        for pred in self.control_predecessors:
-            _touch(pred)
-            succs = pred.control_successors
-            succs[succs.index(self)] = new
-            if new not in new.control_predecessors:
-                _edges(new, "control_predecessors").append(pred)
-        for succ in self.control_successors:
-            _touch(succ)
-            preds = succ.control_predecessors
-            preds[preds.index(self)] = new
-            _edges(new, "control_successors").append(succ)
-        self.control_predecessors = ()
-        self.control_successors = ()
 
     def has_control_dependencies(self) -> bool:
         return bool(self.control_predecessors) or bool(self.control_successors)
 
     def __repr__(self) -> str:
         return f"<{self.opcode} %{self.name}: {self.shape}>"
-
-
-def _touch(inst: Instruction) -> None:
-    """Record an edit of `inst` (or of what its checks read) in its computation."""
-    comp = inst.parent
-    if comp is not None:
-        comp._changed.add(inst)
-        comp.generation += 1
-
-
-def _touch_around(inst: Instruction) -> None:
-    """`inst` changed in a way its operands' and users' checks may read (its shape, an
-    attribute, its parameter number): all of them are recorded."""
-    comp = inst.parent
-    if comp is None:
-        return
-    changed = comp._changed
-    changed.add(inst)
-    changed.update(inst.operands)
-    changed.update(inst.users)
-    comp.generation += 1
-
-
-def _edges(inst: Instruction, slot: str) -> list:
-    """inst's control edge list `slot`, made a list if it is the empty tuple."""
-    edges = getattr(inst, slot)
-    if type(edges) is tuple:
-        edges = []
-        setattr(inst, slot, edges)
-    return edges
 
 
 class Computation:

@@ -1,8 +1,8 @@
 """`optimize(module, ...)`: what `hloc opt` does to one module, as a library call.
 
 Runs a pipeline (XLA:CPU's shape by default, or hlo-opt's "transforms_pipeline" of
-named passes) under a PassContext that verifies after every change, times passes and
-writes dumps. A module that is already optimized (`is_scheduled=true`, or containing
+named passes) under a PassContext that verifies after every change (what the pass
+changed: hloc.verify.incremental), times passes and writes dumps. A module that is already optimized (`is_scheduled=true`, or containing
 fusion instructions) is left alone unless forced, as XLA's CPU compiler skips the HLO
 passes for scheduled modules. Afterwards every computation the passes touched is put
 in XLA's post order (MakeInstructionPostOrder), the order HloModule::ToString prints,
