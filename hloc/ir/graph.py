@@ -411,7 +411,7 @@ def _comp_graph_errors(comp: Computation, errors: list) -> None:
             errors.append(f"%{inst.name} in {comp.name}: parent is not its computation")
         users = inst.users
         if users:
-            if len(set(users)) != len(users):
+            if len(users) > 1 and len(set(users)) != len(users):
                 errors.append(f"%{inst.name} in {comp.name}: a user is listed twice")
             for u in users:
                 ops = u.operands
@@ -476,7 +476,7 @@ def _local_graph_errors(only: dict) -> list[str]:
             if inst.parent is not comp:
                 errors.append(f"%{inst.name} in {comp.name}: parent is not its computation")
             users = inst.users
-            if len(set(users)) != len(users):
+            if len(users) > 1 and len(set(users)) != len(users):
                 errors.append(f"%{inst.name} in {comp.name}: a user is listed twice")
             for u in users:
                 if u.parent is not comp or not has(u, "operands", inst):
