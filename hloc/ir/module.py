@@ -221,7 +221,8 @@ class Computation:
         both are reset. The set may name instructions removed since."""
         out = (self._changed_all, self._changed)
         self._changed_all = False
-        self._changed = set()
+        if self._changed:
+            self._changed = set()
         return out
 
     @property

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -258,19 +259,25 @@ def run(module: Module, opts: Options) -> list[VerifyError]:
     return run_checks(lambda: Context(module, opts)).errors
 
 
-def run_checks(make_context) -> Context:
-    """Build the context (`make_context()`) and run every check on it."""
-    # Walking a big module allocates many short-lived objects; with the cyclic GC on,
-    # each collection rescans the whole module heap (it doubled verification time).
+@contextmanager
+def no_gc():
+    """Walking a big module allocates many short-lived objects; with the cyclic GC on,
+    each collection rescans the whole module heap (it doubled verification time)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        ctx = make_context()
-        _run(ctx)
-        return ctx
+        yield
     finally:
         if was_enabled:
             gc.enable()
+
+
+def run_checks(make_context) -> Context:
+    """Build the context (`make_context()`) and run every check on it."""
+    with no_gc():
+        ctx = make_context()
+        _run(ctx)
+        return ctx
 
 
 def _run(ctx: Context) -> None:

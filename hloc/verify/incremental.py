@@ -29,7 +29,7 @@ from __future__ import annotations
 from ..diagnostics import VerifyError
 from ..ir.graph import graph_errors
 from ..ir.module import Computation, Module
-from .core import ASYNC_OPS, Context, Options, call_sites, run_checks
+from .core import ASYNC_OPS, Context, Options, call_sites, no_gc, run_checks
 
 
 class Verifier:
@@ -72,6 +72,10 @@ class Verifier:
     def check(self) -> tuple[list[str], list[VerifyError]]:
         """(broken graph invariants, verifier errors) of the module, those of a
         whole-module run when there is any; no verifier run when the graph is broken."""
+        with no_gc():
+            return self._check()
+
+    def _check(self) -> tuple[list[str], list[VerifyError]]:
         module = self.module
         changes = self._changes = {c: c.take_changes() for c in module.computations}
         if not self._verified or self.opts.verify_instruction_name_unchanged:
