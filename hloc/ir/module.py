@@ -164,6 +164,9 @@ class Instruction(ControlEdges):
         return f"<{self.opcode} %{self.name}: {self.shape}>"
 
 
+_NO_CHANGES: frozenset = frozenset()
+
+
 class Computation:
     """Instructions in storage order. Edits are O(1): removals are marked and inserts
     before or after an instruction are queued, and the stored list is settled (in one
@@ -219,10 +222,11 @@ class Computation:
     def take_changes(self) -> tuple[bool, set]:
         """(all changed?, the instructions recorded as changed) since the last call;
         both are reset. The set may name instructions removed since."""
-        out = (self._changed_all, self._changed)
-        self._changed_all = False
-        if self._changed:
+        changed = self._changed
+        if changed:
             self._changed = set()
+        out = (self._changed_all, changed or _NO_CHANGES)
+        self._changed_all = False
         return out
 
     @property
