@@ -217,3 +217,18 @@ def test_corruptions_after_a_pass_are_caught_the_same(corrupt):
     # Guards: the corruptions really broke modules, and runs really were limited.
     assert caught >= 10, caught
     assert limited >= 10, limited
+
+
+def test_a_small_edit_is_checked_alone_and_header_changes_check_everything():
+    path = ROOT / "testdata" / "dumps" / "bert_train_step.before_optimizations.hlo"
+    module = hloc.parse(path.read_text(), str(path))
+    verifier = Verifier(module)
+    assert verifier.check() == ([], [])
+    total = verifier.last_checked
+    assert total == sum(len(c.instructions) for c in module.computations) > 1000
+    inst = next(i for i in module.entry.instructions if i.opcode == "add")
+    inst.set_attr("metadata", inst.attrs.get("metadata"))
+    assert verifier.check() == ([], []) and 0 < verifier.last_checked < 10
+    assert verifier.check() == ([], []) and verifier.last_checked == 0
+    module.attrs["num_partitions"] = 1
+    assert verifier.check() == ([], []) and verifier.last_checked == total

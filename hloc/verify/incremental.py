@@ -2,27 +2,29 @@
 
 XLA's pass pipelines run HloVerifier after every pass that changed the module; so does
 `hloc opt`. Most passes change a few instructions of a big module, so `Verifier` checks
-only what an edit can have made wrong, using the IR's change tracking
-(hloc.ir.module: every edit records the instructions whose checks read what it changed,
-and bumps its computation's generation):
+only what an edit can have made wrong, using the IR's change tracking (hloc.ir.changes:
+every edit records the instructions whose checks read what it changed, and bumps its
+computation's generation):
 
-- in a computation that is new, reordered, or whose place in the module changed (its
-  execution thread, whether a fusion or an async op calls it, whether it is the entry,
-  whether a while loop calls it: what checks of its instructions read about it), every
-  instruction; else the instructions its change set names, plus every async op of it
-  when one of them is in the set (async ops read each other along their chain);
+- in a computation that is new, whose instruction list was replaced wholesale, or whose
+  place in the module changed (its execution thread, whether a fusion or an async op
+  calls it, whether it is the entry, whether a while loop calls it: what checks of its
+  instructions read about it), every instruction; else the instructions its change set
+  names, plus every async op of it when one of them is in the set (async ops read each
+  other along their chain);
 - every instruction that calls a computation whose generation or place changed, and so
   on up the call graph (a caller's checks read its callees' signatures and contents,
   and threads through every computation below it);
 - the module checks, over those instructions where they are per instruction, else over
-  the module (see hloc.verify.core.Context.walk).
+  the module (see hloc.verify.core.Context.groups).
 
 The graph invariants the IR API keeps (hloc.ir.graph.graph_errors) are checked on the
-instructions an edit recorded and on every instruction of a new or reordered
-computation. The first run, and any run with an option whose checks read names (which
-are not tracked), checks everything. When a limited run finds an error the whole module
-is checked again and that run's errors are reported, so what a pass failure says does
-not depend on what was checked.
+instructions an edit recorded and on every instruction of a computation checked whole.
+The first run, a run after the module header's replica or partition count changed, and
+any run with an option whose checks read names (which are not tracked) check
+everything. When a limited run finds an error the whole module is checked again and
+that run's errors are reported, so what a pass failure says does not depend on what
+was checked.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ class Verifier:
         # computation -> (generation, place) when last verified without errors
         self._verified: dict[Computation, tuple] = {}
         self._found_buffers = False
+        self._config = None
         self._memos = ({}, set())       # Context.infer_memo / shapes_ok, kept across runs
         self._sites: dict = {}          # computation -> (generation, {call site: None})
         self._changes: dict = {}        # this run's take_changes, per computation
@@ -78,7 +81,8 @@ class Verifier:
     def _check(self) -> tuple[list[str], list[VerifyError]]:
         module = self.module
         changes = self._changes = {c: c.take_changes() for c in module.computations}
-        if not self._verified or self.opts.verify_instruction_name_unchanged:
+        if not self._verified or self.opts.verify_instruction_name_unchanged or \
+                _config(module) != self._config:
             return self._full()
         local = {}
         for comp, (everything, touched) in changes.items():
@@ -114,6 +118,7 @@ class Verifier:
         if len(self._sites) > len(self._verified):       # forget removed computations
             self._sites = {c: v for c, v in self._sites.items() if c in self._verified}
         self._found_buffers = ctx.found_buffers
+        self._config = _config(self.module)
 
     def _limited_context(self, changes: dict) -> Context:
         ctx = self._context()
@@ -147,6 +152,11 @@ class Verifier:
         ctx.subset = subset
         self.last_checked = sum(len(s) for s in subset.values())
         return ctx
+
+
+def _config(module: Module) -> tuple:
+    """The module header's settings that per-instruction checks read (collectives)."""
+    return module.attrs.get("replica_count"), module.attrs.get("num_partitions")
 
 
 def _place(ctx: Context, comp: Computation) -> tuple:
