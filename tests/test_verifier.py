@@ -564,3 +564,15 @@ ENTRY e {
 }"""
     accepts(text.replace("CHANNEL", "1"))
     rejects(text.replace("CHANNEL", "2"), "Expected to have the same channel id")
+
+
+def test_reduce_of_a_tuple_is_an_error_not_a_crash():
+    text = ADD + """
+ENTRY e {
+  p = (f32[4], f32[4]) parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(p, z), dimensions=%s, to_apply=add
+}
+"""
+    rejects(text % "{0}", "Reducing out-of-bounds dimension 0 in shape (f32[4], f32[4])")
+    rejects(text % "{}", "Expected array argument for operand of reduce")

@@ -6,11 +6,16 @@ the methods here (`replace_all_uses_with`, `add_control_dependency_to`,
 `Computation.add_instruction`, `remove_instruction`) and the graph edits in
 hloc.ir.graph, so users, control edges, roots and order stay consistent; passes use
 these, never raw list surgery. `check_invariants` states what they keep.
+
+Every edit made here is recorded for the verifier (hloc.ir.changes); control edges
+live in hloc.ir.control.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
+from .changes import touch as _touch, touch_around as _touch_around
+from .control import ControlEdges
 from .shape import Shape, TupleShape
 
 
@@ -23,9 +28,9 @@ def _uses(user: "Instruction", op: "Instruction") -> bool:
     return user in op.users
 
 
-class Instruction:
+class Instruction(ControlEdges):
     __slots__ = ("name", "opdef", "opcode", "shape", "operands", "attrs", "users", "parent",
-                 "loc", "literal", "parameter_number", "control_predecessors",
+                 "loc", "literal", "_parameter_number", "control_predecessors",
                  "control_successors", "is_root_marked")
 
     def __init__(self, name: str, opdef, shape: Shape, operands=(), attrs=None, loc=None):
@@ -39,7 +44,7 @@ class Instruction:
         self.parent: Computation | None = None
         self.loc = loc
         self.literal = None            # constant: hloc.ir.literal.Literal
-        self.parameter_number = -1     # parameter: its index
+        self._parameter_number = -1    # parameter: its index
         # Lists once there is an edge; the shared empty tuple until then (memory: most
         # instructions never have one).
         self.control_predecessors: list[Instruction] | tuple = ()
@@ -48,9 +53,33 @@ class Instruction:
         ops = self.operands
         if len(ops) == 1:
             ops[0].users.append(self)
+            _touch(ops[0])
         elif ops:
             for op in dict.fromkeys(ops):   # a user is listed once, however often it uses op
                 op.users.append(self)
+                _touch(op)
+
+    @property
+    def parameter_number(self) -> int:
+        return self._parameter_number
+
+    @parameter_number.setter
+    def parameter_number(self, number: int) -> None:
+        if number != self._parameter_number:
+            self._parameter_number = number
+            _touch_around(self)
+
+    def set_attr(self, key: str, value) -> None:
+        """Set attribute `key` (attributes change only through here and `pop_attr`)."""
+        self.attrs[key] = value
+        _touch_around(self)
+
+    def pop_attr(self, key: str, default=None):
+        """Remove attribute `key`; returns its value (`default` when absent)."""
+        if key not in self.attrs:
+            return default
+        _touch_around(self)
+        return self.attrs.pop(key)
 
     def operand(self, i: int) -> "Instruction":
         return self.operands[i]
@@ -77,18 +106,25 @@ class Instruction:
             old.users.remove(self)
         if not known:
             new.users.append(self)
+        _touch(self)
+        _touch(old)
+        _touch(new)
 
     def append_operand(self, op: "Instruction") -> None:
         known = _uses(self, op)
         self.operands.append(op)
         if not known:
             op.users.append(self)
+        _touch(self)
+        _touch(op)
 
     def remove_operand(self, i: int) -> "Instruction":
         """Drop operand slot i (later slots shift down); returns the old operand."""
         old = self.operands.pop(i)
         if old not in self.operands:
             old.users.remove(self)
+        _touch(self)
+        _touch(old)
         return old
 
     def replace_all_uses_with(self, new: "Instruction") -> None:
@@ -97,10 +133,13 @@ class Instruction:
         are deduplicated (HloFusionInstruction::DeduplicateFusionOperands)."""
         fusions = []
         kept = []
+        _touch(self)
+        _touch(new)
         for user in self.users:
             if user is new:
                 kept.append(user)
                 continue
+            _touch(user)
             ops = user.operands
             known = _uses(user, new)
             if len(ops) < 8:
@@ -119,65 +158,16 @@ class Instruction:
         self.users = kept
         comp = self.parent
         if comp is not None and comp.root is self:
-            comp.root = new
+            comp.root = new         # both touched above
         if fusions:
             from .graph import dedupe_fusion_operands
             for fusion in fusions:
                 dedupe_fusion_operands(fusion)
 
-    # -- control edges (XLA: AddControlDependencyTo / RemoveControlDependencyTo /
-    # DropAllControlDeps); both directions are kept.
-    def add_control_dependency_to(self, succ: "Instruction") -> None:
-        """`succ` runs after self."""
-        if succ not in self.control_successors:
-            _edges(self, "control_successors").append(succ)
-            _edges(succ, "control_predecessors").append(self)
-
-    def remove_control_dependency_to(self, succ: "Instruction") -> None:
-        self.control_successors = [s for s in self.control_successors if s is not succ]
-        succ.control_predecessors = [p for p in succ.control_predecessors if p is not self]
-
-    def drop_all_control_deps(self) -> None:
-        for succ in self.control_successors:
-            succ.control_predecessors = [p for p in succ.control_predecessors
-                                         if p is not self]
-        for pred in self.control_predecessors:
-            pred.control_successors = [s for s in pred.control_successors if s is not self]
-        self.control_successors = ()
-        self.control_predecessors = ()
-
-    def safely_drop_all_control_deps(self) -> None:
-        """SafelyDropAllControlDependencies: each control predecessor becomes one of each
-        control successor's before self's edges are dropped (the order is kept)."""
-        for succ in self.control_successors:
-            for pred in self.control_predecessors:
-                pred.add_control_dependency_to(succ)
-        self.drop_all_control_deps()
-
-    def copy_control_deps_from(self, other: "Instruction") -> None:
-        """CopyAllControlDepsFrom: self gets other's predecessors and successors."""
-        for pred in other.control_predecessors:
-            pred.add_control_dependency_to(self)
-        for succ in other.control_successors:
-            self.add_control_dependency_to(succ)
-
     def set_shape(self, shape: Shape) -> None:
         """A new result shape (XLA's mutable_shape), for passes that narrow a result."""
         self.shape = shape
-
-    def move_control_deps_to(self, new: "Instruction") -> None:
-        """`new` takes self's place in each of its control edges (same positions)."""
-        for pred in self.control_predecessors:
-            succs = pred.control_successors
-            succs[succs.index(self)] = new
-            if new not in new.control_predecessors:
-                _edges(new, "control_predecessors").append(pred)
-        for succ in self.control_successors:
-            preds = succ.control_predecessors
-            preds[preds.index(self)] = new
-            _edges(new, "control_successors").append(succ)
-        self.control_predecessors = ()
-        self.control_successors = ()
+        _touch_around(self)
 
     def has_control_dependencies(self) -> bool:
         return bool(self.control_predecessors) or bool(self.control_successors)
@@ -186,13 +176,7 @@ class Instruction:
         return f"<{self.opcode} %{self.name}: {self.shape}>"
 
 
-def _edges(inst: Instruction, slot: str) -> list:
-    """inst's control edge list `slot`, made a list if it is the empty tuple."""
-    edges = getattr(inst, slot)
-    if type(edges) is tuple:
-        edges = []
-        setattr(inst, slot, edges)
-    return edges
+_NO_CHANGES: frozenset = frozenset()
 
 
 class Computation:
@@ -211,10 +195,51 @@ class Computation:
         self.parameters: list[Instruction] = []
         self.root: Instruction | None = None
         self.is_entry = False
-        self.execution_thread: str | None = None
         self.parent: Module | None = None
-        self.is_fusion_computation = False
         self.is_async_sugar = False        # wrapper made for `op-start` syntax sugar
+        # Change tracking (see the module docstring): bumped by every edit; the
+        # instructions to re-verify; whether all of them are (a new order, a new
+        # thread or fusion flag).
+        self.generation = 0
+        self._changed: set = set()
+        self._changed_all = True
+        self._thread: str | None = None
+        self._is_fusion = False
+
+    @property
+    def execution_thread(self) -> str | None:
+        return self._thread
+
+    @execution_thread.setter
+    def execution_thread(self, thread: str | None) -> None:
+        if thread != self._thread:
+            self._thread = thread
+            self.mark_all_changed()
+
+    @property
+    def is_fusion_computation(self) -> bool:
+        return self._is_fusion
+
+    @is_fusion_computation.setter
+    def is_fusion_computation(self, value: bool) -> None:
+        if value != self._is_fusion:
+            self._is_fusion = value
+            self.mark_all_changed()
+
+    def mark_all_changed(self) -> None:
+        """Every instruction of the computation is to be re-verified."""
+        self._changed_all = True
+        self.generation += 1
+
+    def take_changes(self) -> tuple[bool, set]:
+        """(all changed?, the instructions recorded as changed) since the last call;
+        both are reset. The set may name instructions removed since."""
+        changed = self._changed
+        if changed:
+            self._changed = set()
+        out = (self._changed_all, changed or _NO_CHANGES)
+        self._changed_all = False
+        return out
 
     @property
     def instructions(self) -> list[Instruction]:
@@ -228,6 +253,7 @@ class Computation:
         self._gone = set()
         self._before = {}
         self._after = {}
+        self.mark_all_changed()
 
     def _settle(self) -> None:
         """Apply the queued removals and inserts to the stored list. An insert before
@@ -269,6 +295,7 @@ class Computation:
         if anchor is not None and (anchor.parent is not self or anchor in self._gone):
             raise ValueError(f"%{anchor.name} is not an instruction of {self.name}")
         inst.parent = self
+        _touch_around(inst)
         if anchor is None:
             self._insts.append(inst)
         elif before is not None:
@@ -286,7 +313,10 @@ class Computation:
         """HloComputation::set_root_instruction: `inst` (already in self) is the root."""
         if inst.parent is not self:
             raise ValueError(f"root %{inst.name} is not an instruction of {self.name}")
+        if self.root is not None and self.root.parent is self:
+            _touch(self.root)
         self.root = inst
+        _touch(inst)
 
     def remove_instruction(self, inst: Instruction) -> None:
         if inst.users:
@@ -299,9 +329,12 @@ class Computation:
                 op.users.remove(inst)   # listed once: one scan, not `in` then remove
             except ValueError:
                 pass
+            _touch(op)
         if inst.control_predecessors or inst.control_successors:
             inst.drop_all_control_deps()
         self._gone.add(inst)
+        self._changed.discard(inst)
+        self.generation += 1
         inst.parent = None
 
     def remove_instructions(self, insts) -> None:
@@ -318,6 +351,10 @@ class Computation:
             for op in (dict.fromkeys(ops) if len(ops) > 1 else ops):
                 if op not in gone:
                     kept.setdefault(op, []).append(inst)
+        changed = self._changed
+        changed.update(kept)
+        changed.difference_update(gone)
+        self.generation += 1
         for op, leaving in kept.items():
             users = op.users
             # A few users out of many (a shared constant or parameter, removals flushed
@@ -343,6 +380,7 @@ class Computation:
         with `renumber`, get their new numbers)."""
         self.remove_instruction(self.parameters[number])
         del self.parameters[number]
+        self.generation += 1
         if renumber:
             for n in range(number, len(self.parameters)):
                 self.parameters[n].parameter_number = n
@@ -352,7 +390,9 @@ class Computation:
         if len(order) != len(self.instructions) or \
                 {id(i) for i in order} != {id(i) for i in self.instructions}:
             raise ValueError(f"new order of {self.name} is not a permutation")
-        self.instructions = list(order)
+        # Same instructions, same edges: nothing a check reads changed.
+        self._insts = list(order)
+        self.generation += 1
 
     def instruction_by_name(self, name: str) -> Instruction | None:
         for inst in self.instructions:
@@ -382,9 +422,12 @@ class Module:
         self.source = None                     # hloc.diagnostics.Source it came from
         self.read_with_operand_shapes = False  # old long form: `add(f32[2]{0} %a, ...)`
         self.read_with_async_sugar = False     # `custom-call-start(...)` instead of async-start
+        self.generation = 0                    # bumped when computations come, go or move
 
     def add_computation(self, comp: Computation) -> Computation:
         comp.parent = self
+        comp.mark_all_changed()
+        self.generation += 1
         self.computations.append(comp)
         self._by_name[comp.name] = comp
         return comp
@@ -401,6 +444,7 @@ class Module:
         if len(kept) + len(gone) != len(self.computations):
             raise ValueError("removing a computation that is not in the module")
         self.computations[:] = kept
+        self.generation += 1
         for comp in gone:
             if self._by_name.get(comp.name) is comp:
                 del self._by_name[comp.name]
@@ -411,6 +455,7 @@ class Module:
                 {id(c) for c in order} != {id(c) for c in self.computations}:
             raise ValueError("new computation order is not a permutation")
         self.computations = list(order)
+        self.generation += 1
 
     def computation(self, name: str) -> Computation | None:
         comp = self._by_name.get(name)

@@ -35,12 +35,18 @@ def _split_inputs(op, ops):
 def _reduce_infer(ops, attrs, inst):
     if not ops:
         fail("Reduce must have at least 2 arguments, has 0")
+    if len(ops) > 2:
+        for shape in ops:
+            expect_array(shape, "operand of reduce")
     inputs, inits = _split_inputs("Reduce", ops)
     dims = tuple(attrs.get("dimensions", ()))
     arg = inputs[0]
+    rank = arg.rank if isinstance(arg, ArrayShape) else 0     # XLA: a tuple's rank is 0
     for d in dims:
-        if d >= arg.rank or d < 0:
+        if d >= rank or d < 0:
             fail(f"Reducing out-of-bounds dimension {d} in shape {human(arg)}.")
+    for shape in ops:
+        expect_array(shape, "operand of reduce")
     comp = need_attr(attrs, "to_apply")
     verify_reducer(comp, inits, [s.dtype for s in inputs], len(inputs))
     seen = set()

@@ -103,6 +103,7 @@ class PassContext:
                                         # instruction processed, independent of output size)
     timings: dict = field(default_factory=dict)
     verify_cpu_seconds: float = 0.0     # spent verifying after changing passes
+    verifier: object = None             # hloc.verify.incremental.Verifier of the module
     _pipelines: list = field(default_factory=list)
 
     def enter_pipeline(self, pipeline: Pipeline, module: Module) -> None:
@@ -147,12 +148,12 @@ class PassContext:
                 raise PassError(f"pass {p.name} changed the module but reported no change")
         if changed and leaf and self.verify_each:
             c1 = time.process_time()
-            from ..ir.graph import graph_errors
-            from ..verifier import collect_errors
-            broken = graph_errors(module)
+            if self.verifier is None or self.verifier.module is not module:
+                from ..verify.incremental import Verifier
+                self.verifier = Verifier(module)
+            broken, errors = self.verifier.check()
             if broken:
                 raise PassError(f"after pass {p.name}: graph invariant broken: {broken[0]}")
-            errors = collect_errors(module)
             if errors:
                 raise PassError(f"after pass {p.name}: {errors[0].message}")
             self.verify_cpu_seconds += time.process_time() - c1

@@ -44,9 +44,9 @@ def _set_branch(cond: Instruction, k: int, comp: Computation) -> None:
     if "branch_computations" in cond.attrs:
         bs = list(cond.attrs["branch_computations"])
         bs[k] = comp
-        cond.attrs["branch_computations"] = tuple(bs)
+        cond.set_attr("branch_computations", tuple(bs))
     else:
-        cond.attrs["true_computation" if k == 0 else "false_computation"] = comp
+        cond.set_attr("true_computation" if k == 0 else "false_computation", comp)
 
 
 def _calls_channel(comp: Computation, seen=None) -> bool:
@@ -84,7 +84,7 @@ def _merge_duplicates(cond: Instruction) -> bool:
         if key in seen:
             for u in cond.users:
                 if u.attrs["index"] == i:
-                    u.attrs["index"] = seen[key]
+                    u.set_attr("index", seen[key])
                     changed = True
         else:
             seen[key] = i
@@ -110,7 +110,7 @@ def _remove_unused_elements(module: Module, cond: Instruction) -> bool:
     cond.set_shape(TupleShape(tuple(old_shape.elements[i] for i in used)))
     new_index = {old: new for new, old in enumerate(used)}
     for u in cond.users:
-        u.attrs["index"] = new_index[u.attrs["index"]]
+        u.set_attr("index", new_index[u.attrs["index"]])
     return True
 
 
@@ -207,7 +207,7 @@ def _remove_unused_operands(module: Module, comp: Computation, conds: list) -> b
     new = clone_computation(comp, module, param_shapes=[new_shape])
     remap = {old: i for i, old in enumerate(keep)}
     for u in new.parameters[0].users:
-        u.attrs["index"] = remap[u.attrs["index"]]
+        u.set_attr("index", remap[u.attrs["index"]])
     for cond in conds:
         if "sharding" in cond.attrs:
             continue

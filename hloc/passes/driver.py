@@ -1,8 +1,8 @@
 """`optimize(module, ...)`: what `hloc opt` does to one module, as a library call.
 
 Runs a pipeline (XLA:CPU's shape by default, or hlo-opt's "transforms_pipeline" of
-named passes) under a PassContext that verifies after every change, times passes and
-writes dumps. A module that is already optimized (`is_scheduled=true`, or containing
+named passes) under a PassContext that verifies after every change (what the pass
+changed: hloc.verify.incremental), times passes and writes dumps. A module that is already optimized (`is_scheduled=true`, or containing
 fusion instructions) is left alone unless forced, as XLA's CPU compiler skips the HLO
 passes for scheduled modules. Afterwards every computation the passes touched is put
 in XLA's post order (MakeInstructionPostOrder), the order HloModule::ToString prints,
@@ -73,12 +73,18 @@ def optimize(module: Module, pipeline: Pass | None, *, verify_each: bool = True,
     elif pipeline is not None:
         for comp in fusion_computations(module):   # as XLA's parser marks them
             comp.is_fusion_computation = True
+        verifier = None
         if verify_each:
-            from ..verifier import verify
-            verify(module)
+            # The verifier remembers what it verified: after each changing pass it
+            # checks what the pass changed (hloc.verify.incremental).
+            from ..verify.incremental import Verifier
+            verifier = Verifier(module)
+            broken, errors = verifier.check()
+            if errors:
+                raise errors[0]
         ctx = PassContext(verify_each=verify_each, check_no_change=check_no_change,
                           disabled=frozenset(disabled), dumper=dumper, progress=progress,
-                          count_instructions=count_instructions)
+                          count_instructions=count_instructions, verifier=verifier)
         before = snapshot(module)
         with _fewer_collections():
             result.changed = ctx.run_pass(pipeline, module)

@@ -55,7 +55,7 @@ def _replace_callees(module: Module, inst: Instruction, which) -> list[Computati
     clones = []
     for key, value in list(inst.attrs.items()):
         if isinstance(value, Computation) and which(value):
-            inst.attrs[key] = clone_computation(value, module)
+            inst.set_attr(key, clone_computation(value, module))
             clones.append(inst.attrs[key])
         elif isinstance(value, tuple) and value and isinstance(value[0], Computation):
             new = []
@@ -64,7 +64,7 @@ def _replace_callees(module: Module, inst: Instruction, which) -> list[Computati
                     c = clone_computation(c, module)
                     clones.append(c)
                 new.append(c)
-            inst.attrs[key] = tuple(new)
+            inst.set_attr(key, tuple(new))
     return clones
 
 

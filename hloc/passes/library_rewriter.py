@@ -68,7 +68,7 @@ class _Rewriter:
             if convert is not None:
                 self.order.added(self.comp, convert)
             fusion = create_fusion(centroid, "kCustom", "ynn_fusion")
-            fusion.attrs["backend_config"] = Verbatim(BACKEND_CONFIG)
+            fusion.set_attr("backend_config", Verbatim(BACKEND_CONFIG))
             self.order.added(self.comp, fusion)
             self.order.fused_changed(fusion.attrs["calls"])
             replace_with_fusion(centroid, fusion)

@@ -107,7 +107,7 @@ def _sink(comp: Computation, inst: Instruction) -> None:
     else:
         out = b.add("transpose", inst.shape, [new], {"dimensions": _dims(r)})
     if "metadata" in inst.attrs:
-        out.attrs["metadata"] = inst.attrs["metadata"]
+        out.set_attr("metadata", inst.attrs["metadata"])
     inst.replace_all_uses_with(out)
     remove_instruction_and_unused_operands(inst)
 

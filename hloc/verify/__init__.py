@@ -7,7 +7,8 @@ with mixed precision allowed. The checks are small functions registered by opcod
 `core`'s tables, one module per theme: shape_checks (ShapeVerifier against the
 registry's shape rules), async_checks, collective_checks, call_checks (threads,
 composites, fusion, custom-call), layout_checks, sharding_checks, module_checks and
-buffers.
+buffers. `incremental.Verifier` verifies a module again and again as passes change it,
+checking what changed since its last run (`hloc opt`'s verification after each pass).
 """
 from __future__ import annotations
 

@@ -36,42 +36,38 @@ _PAIRS = {
 _SEND_RECV_GROUP = frozenset({"send", "recv", "bitcast", "parameter", "tuple"})
 
 
-@module_check("pre")
+@module_check("pre", opcodes=_PAIRS)
 def verify_asynchronous_instruction_pairs(ctx) -> None:
-    for comp in ctx.module.computations:
-        for inst in comp.instructions:
-            rule = _PAIRS.get(inst.opcode)
-            if rule is None:
-                continue
-            users_ok, operands_ok = rule
-            if inst.opcode in ("send", "recv") and comp.root is inst and \
-                    comp in ctx.async_comps:
-                continue                  # wrapped in an async op: no users needed
-            if operands_ok is not None:
-                _single_operand(inst, operands_ok, ctx)
-            if users_ok is not None:
-                _single_user(inst, users_ok, ctx)
+    for comp, inst in ctx.with_opcodes(*_PAIRS):
+        rule = _PAIRS[inst.opcode]
+        users_ok, operands_ok = rule
+        if inst.opcode in ("send", "recv") and comp.root is inst and \
+                comp in ctx.async_comps:
+            continue                  # wrapped in an async op: no users needed
+        if operands_ok is not None:
+            _single_operand(inst, operands_ok, ctx)
+        if users_ok is not None:
+            _single_user(inst, users_ok, ctx)
 
 
-@module_check("pre")
+@module_check("pre", opcodes=("send", "recv"))
 def verify_channels(ctx) -> None:
     """VerifyChannels: a send/recv and its done share channel id and host-transfer flag."""
-    for comp in ctx.module.computations:
-        for inst in comp.instructions:
-            if inst.opcode not in ("send", "recv") or inst.attrs.get("channel_id") is None:
-                continue
-            users = ctx.users(inst)
-            if len(users) != 1 or users[0].opcode != inst.opcode + "-done":
-                continue                  # pairing (above) reports what is wrong here
-            done = users[0]
-            if done.attrs.get("channel_id") != inst.attrs["channel_id"]:
-                ctx.fail(done, f"Expected to have the same channel id, actual channel ids are: "
-                               f"{describe(inst)} ({inst.attrs['channel_id']}), "
-                               f"{describe(done)} ({done.attrs.get('channel_id', -1)})")
-            elif bool(done.attrs.get("is_host_transfer")) != \
-                    bool(inst.attrs.get("is_host_transfer")):
-                ctx.fail(done, f"Expected instructions to have the same is-host-transfer "
-                               f"property: {describe(inst)}, {describe(done)}")
+    for _, inst in ctx.with_opcodes("send", "recv"):
+        if inst.attrs.get("channel_id") is None:
+            continue
+        users = ctx.users(inst)
+        if len(users) != 1 or users[0].opcode != inst.opcode + "-done":
+            continue                  # pairing (above) reports what is wrong here
+        done = users[0]
+        if done.attrs.get("channel_id") != inst.attrs["channel_id"]:
+            ctx.fail(done, f"Expected to have the same channel id, actual channel ids are: "
+                           f"{describe(inst)} ({inst.attrs['channel_id']}), "
+                           f"{describe(done)} ({done.attrs.get('channel_id', -1)})")
+        elif bool(done.attrs.get("is_host_transfer")) != \
+                bool(inst.attrs.get("is_host_transfer")):
+            ctx.fail(done, f"Expected instructions to have the same is-host-transfer "
+                           f"property: {describe(inst)}, {describe(done)}")
 
 
 @module_check("pre")

@@ -19,6 +19,8 @@ _MAY_CARRY = frozenset({"get-tuple-element", "tuple"})
 
 
 def _has_buffer(shape, cache: dict) -> bool:
+    if type(shape) is ArrayShape:
+        return False
     key = id(shape)
     hit = cache.get(key)
     if hit is None:
@@ -35,16 +37,19 @@ def _has_buffer(shape, cache: dict) -> bool:
 @module_check("post")
 def verify_buffers(ctx) -> None:
     cache: dict = {}
-    any_buffer = False
-    for comp in ctx.module.computations:
-        for inst in comp.instructions:
-            if _has_buffer(inst.shape, cache):
+    # Nothing below can fail without a buffer shape. Writers are counted through chains
+    # of users, so once there is one every instruction is checked, subset or not. A
+    # shape changes only with its instruction in the subset, so a buffer shape not in
+    # it was there at the last run, whose answer `found_buffers` carries over.
+    any_buffer = ctx.found_buffers
+    if not any_buffer:
+        for _, insts in ctx.groups():
+            if any(_has_buffer(i.shape, cache) for i in insts):
                 any_buffer = True
                 break
-        if any_buffer:
-            break
     if not any_buffer:
-        return                       # nothing below can fail without a buffer shape
+        return
+    ctx.found_buffers = True
     for comp in ctx.module.computations:
         for inst in comp.instructions:
             err = _check(inst, comp, ctx, cache)

@@ -120,8 +120,12 @@ def check_all_reduce_channel(inst, ctx) -> None:
         ctx.fail(inst, f"All reduce channel id must be greater than 0 for {describe(inst)}")
 
 
-@module_check("post")
+@module_check("post", opcodes=("all-reduce", "all-reduce-start"))
 def verify_layout_constrained_all_reduce(ctx) -> None:
+    # Module-wide: when the instructions to check include an all-reduce, all of them
+    # are compared (a module that passed before has no mix among the others).
+    if ctx.subset is not None and not ctx.with_opcodes("all-reduce", "all-reduce-start"):
+        return
     reference = None
     for comp in ctx.module.computations:
         for inst in comp.instructions:

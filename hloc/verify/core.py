@@ -10,16 +10,22 @@ buffers, entry layout, aliasing and original values last). `Context` builds what
 several checks share once per run (unique users, callers of each computation, the
 execution thread each computation really runs on) so no check does quadratic work.
 Checks report with `ctx.fail(inst, message)`; the run collects every error.
+
+A run may be limited to some instructions (`Context.subset`, set by
+hloc.verify.incremental after a pass): per-instruction checks then run on those only,
+and module checks reach them through `ctx.groups()`, `with_opcodes` and
+`with_control_predecessors` (a module check whose answer depends on instructions it
+is not given says so and looks at everything).
 """
 from __future__ import annotations
 
 import gc
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
 from ..diagnostics import VerifyError
-from ..ir.call_graph import CallGraph
 from ..ir.module import Computation, Instruction, Module
 from ..ops import opcodes_with
 from ..ops.base import ASYNC
@@ -60,6 +66,8 @@ ModuleCheck = Callable[["Context"], None]
 BY_OPCODE: dict[str, list[InstCheck]] = defaultdict(list)
 EVERY: list[InstCheck] = []
 MODULE_CHECKS: dict[str, list[ModuleCheck]] = {"pre": [], "post": []}
+# Opcodes module checks look for (`Context.with_opcodes`): one walk finds them all.
+INDEXED_OPCODES: set[str] = set()
 
 
 BY_ATTR: dict[str, list] = defaultdict(list)
@@ -82,28 +90,52 @@ def check(*opcodes: str, option: str | None = None, attr: str | None = None):
     return register
 
 
-def module_check(phase: str):
+def module_check(phase: str, opcodes=()):
+    """Register `fn(ctx)`; `opcodes`: those it asks `ctx.with_opcodes` for."""
+    INDEXED_OPCODES.update(opcodes)
+
     def register(fn: ModuleCheck) -> ModuleCheck:
         MODULE_CHECKS[phase].append(fn)
         return fn
     return register
 
 
+def call_sites(comp: Computation) -> list[Instruction]:
+    """`comp`'s instructions that call computations, in order."""
+    return [i for i in comp.instructions if "calls" in i.opdef.traits and
+            i.called_computations()]
+
+
 class Context:
-    def __init__(self, module: Module, opts: Options):
-        self.infer_memo: dict = {}   # shape-rule results by (op, shapes, attributes)
+    """`memos` (shape-rule results, shapes found fine; valid for one set of options)
+    and `sites` (computation -> its call_sites, in any order) let a caller
+    (hloc.verify.incremental) carry them from run to run."""
+
+    def __init__(self, module: Module, opts: Options, memos: tuple | None = None,
+                 sites=call_sites):
+        # shape-rule results by (op, shapes, attributes); shapes whose own checks passed
+        self.infer_memo, self.shapes_ok = memos if memos is not None else ({}, set())
         self.module = module
         self.opts = opts
         self.errors: list[VerifyError] = []
+        # computation -> the instructions to check (all when None); set by
+        # hloc.verify.incremental.
+        self.subset: dict | None = None
+        self.found_buffers = False      # set by verify_buffers: a buffer shape was seen
+        self._index: tuple | None = None
+        self.places: dict = {}          # hloc.verify.incremental's, per computation
         attrs = module.attrs
         self.replica_count = opts.replica_count or attrs.get("replica_count") or 1
         self.num_partitions = opts.num_partitions or attrs.get("num_partitions") or 1
-        self.call_graph = CallGraph(module)
+        # CallGraph's caller instructions: once per call, in module order.
         self.callers: dict[Computation, list[Instruction]] = defaultdict(list)
-        for comp in self.call_graph.computations():
-            sites = self.call_graph.caller_instructions(comp)
-            if sites:
-                self.callers[comp] = sites
+        self.async_starts: list[Instruction] = []
+        for comp in module.computations:
+            for inst in sites(comp):
+                for called in inst.called_computations():
+                    self.callers[called].append(inst)
+                if inst.opcode == "async-start":
+                    self.async_starts.append(inst)
         self.fused = {c for c, insts in self.callers.items()
                       if any(i.opcode == "fusion" for i in insts)}
         self.async_comps = {c for c, insts in self.callers.items()
@@ -121,6 +153,40 @@ class Context:
         if inst is not None and source is not None and isinstance(inst.loc, int):
             loc = source.loc(inst.loc)
         self.errors.append(VerifyError(message, loc))
+
+    def groups(self):
+        """(computation, its instructions to check) pairs."""
+        if self.subset is None:
+            return ((c, c.instructions) for c in self.module.computations)
+        return self.subset.items()
+
+    def with_opcodes(self, *opcodes: str) -> list:
+        """(computation, instruction) to check whose opcode is one of `opcodes` (all in INDEXED_OPCODES)."""
+        by_op, _ = self._indexed()
+        if len(opcodes) == 1:
+            return by_op.get(opcodes[0], [])
+        return [p for p in self._walked if p[1].opcode in opcodes]
+
+    def with_control_predecessors(self) -> list:
+        """(computation, instruction) to check whose instruction has control predecessors."""
+        return self._indexed()[1]
+
+    def _indexed(self) -> tuple:
+        if self._index is None:
+            by_op: dict = {}
+            controlled = []
+            walked = []                 # the indexed pairs, in walk order
+            wanted = INDEXED_OPCODES
+            for comp, insts in self.groups():
+                for inst in insts:
+                    if inst.opcode in wanted:
+                        by_op.setdefault(inst.opcode, []).append((comp, inst))
+                        walked.append((comp, inst))
+                    if inst.control_predecessors:
+                        controlled.append((comp, inst))
+            self._walked = walked
+            self._index = (by_op, controlled)
+        return self._index
 
     # -- shared facts ---------------------------------------------------------------
     @staticmethod
@@ -145,10 +211,9 @@ class Context:
     def _apply_async_threads(self) -> None:
         """HloAsyncStartInstruction::set_async_execution_thread: an async-start moves
         its wrapped computation (and what that calls) onto its thread."""
-        for comp in self.module.computations:
-            for inst in comp.instructions:
-                if inst.opcode == "async-start" and inst.attrs.get("calls") is not None:
-                    self._set_thread(inst.attrs["calls"], self.async_thread(inst), set())
+        for inst in self.async_starts:
+            if inst.attrs.get("calls") is not None:
+                self._set_thread(inst.attrs["calls"], self.async_thread(inst), set())
 
     def _set_thread(self, comp: Computation, thread: str, seen: set) -> None:
         if comp in seen:
@@ -191,27 +256,40 @@ class Context:
 
 
 def run(module: Module, opts: Options) -> list[VerifyError]:
-    # Walking a big module allocates many short-lived objects; with the cyclic GC on,
-    # each collection rescans the whole module heap (it doubled verification time).
+    return run_checks(lambda: Context(module, opts)).errors
+
+
+@contextmanager
+def no_gc():
+    """Walking a big module allocates many short-lived objects; with the cyclic GC on,
+    each collection rescans the whole module heap (it doubled verification time)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _run(module, opts)
+        yield
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _run(module: Module, opts: Options) -> list[VerifyError]:
-    ctx = Context(module, opts)
+def run_checks(make_context) -> Context:
+    """Build the context (`make_context()`) and run every check on it."""
+    with no_gc():
+        ctx = make_context()
+        _run(ctx)
+        return ctx
+
+
+def _run(ctx: Context) -> None:
+    opts = ctx.opts
     for fn in MODULE_CHECKS["pre"]:
         fn(ctx)
     every = tuple(fn for fn in EVERY
                   if getattr(fn, "option", None) is None or getattr(opts, fn.option))
     by_opcode = BY_OPCODE
     by_attr = {k: v for k, v in BY_ATTR.items() if v}
-    for comp in module.computations:
-        for inst in comp.instructions:
+    for _, insts in ctx.groups():
+        for inst in insts:
             for fn in every:
                 fn(inst, ctx)
             for fn in by_opcode.get(inst.opcode, ()):
@@ -221,4 +299,3 @@ def _run(module: Module, opts: Options) -> list[VerifyError]:
                     fn(inst, ctx)
     for fn in MODULE_CHECKS["post"]:
         fn(ctx)
-    return ctx.errors

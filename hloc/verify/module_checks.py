@@ -19,12 +19,11 @@ from .text_attrs import metadata_field_scheduling_name, original_value_has_empty
 
 @module_check("pre")
 def check_control_edges(ctx) -> None:
-    for comp in ctx.module.computations:
-        for inst in comp.instructions:
-            for pred in inst.control_predecessors:
-                if pred.parent is not comp:
-                    ctx.fail(inst, f"control predecessor {pred.name} of {inst.name} is not "
-                                   f"an instruction of computation {comp.name}")
+    for comp, inst in ctx.with_control_predecessors():
+        for pred in inst.control_predecessors:
+            if pred.parent is not comp:
+                ctx.fail(inst, f"control predecessor {pred.name} of {inst.name} is not "
+                               f"an instruction of computation {comp.name}")
 
 
 @check(attr="origin")

@@ -42,6 +42,8 @@ def check_shape(inst, ctx) -> None:
     values = tuple(map(attrs.get, op.attr_names))
     if INFER_READS_SIGNATURE in op.traits:    # each reduce has its own reducer: key by
         values = tuple(_signature(v) if isinstance(v, Computation) else v for v in values)
+    elif "calls" in op.traits:     # the memo outlives a run (hloc.verify.incremental): a
+        values = tuple(_called_key(v) for v in values)     # callee's edits change the key
     key = (op.name, inst.shape, tuple(shapes), values)
     memo = ctx.infer_memo
     try:
@@ -50,7 +52,8 @@ def check_shape(inst, ctx) -> None:
         key, hit = None, None
     if hit is None:
         try:
-            hit = ("ok", op.infer(shapes, attrs, inst))
+            # the third item: whether compare_shape passed, outside / inside a fusion
+            hit = ("ok", op.infer(shapes, attrs, inst), [False, False])
         except ShapeInferenceError as e:
             hit = ("error", str(e))
         if key is not None:
@@ -59,7 +62,23 @@ def check_shape(inst, ctx) -> None:
         ctx.fail(inst, f"{hit[1]}, for instruction {describe(inst)}")
         return
     if hit[1] is not None:
+        # What compare_shape reads is in the key (opcode, shapes) but for whether a
+        # fusion calls the computation; the options are fixed for the memo's life.
+        fused = inst.parent in ctx.fused
+        if hit[2][fused]:
+            return
+        n = len(ctx.errors)
         compare_shape(inst, hit[1], ctx)
+        if len(ctx.errors) == n and key is not None:
+            hit[2][fused] = True
+
+
+def _called_key(value):
+    if isinstance(value, Computation):
+        return value, value.generation
+    if isinstance(value, tuple) and value and isinstance(value[0], Computation):
+        return tuple((c, c.generation) for c in value)
+    return value
 
 
 def _signature(comp: Computation) -> tuple:
@@ -120,7 +139,7 @@ def _mixed_operands_ok(inst) -> bool:
 @check()
 def check_dynamism_and_layout(inst, ctx) -> None:
     shape = inst.shape
-    seen = ctx.__dict__.setdefault("_shapes_ok", set())
+    seen = ctx.shapes_ok
     if shape in seen:      # depends on the shape only; big modules repeat shapes
         return
     n = len(ctx.errors)

@@ -135,7 +135,7 @@ class InstructionFusion(Pass):
         kind = "kOutput" if can_be_output_fused(producer, consumer) else "kLoop"
         if consumer.opcode == "fusion":
             fusion = consumer
-            fusion.attrs["kind"] = kind
+            fusion.set_attr("kind", kind)
         else:
             fusion = create_fusion(consumer, kind,
                                    f"{producer.opcode}_{consumer.opcode}_fusion")

@@ -142,7 +142,7 @@ def fuse_into_multi_output(fusion: Instruction, inst: Instruction,
     comp.set_root_instruction(tup)
     old_shape = fusion.shape
     fusion.set_shape(tup.shape)
-    fusion.attrs.pop("sharding", None)     # no longer valid for the new shape
+    fusion.pop_attr("sharding")     # no longer valid for the new shape
     if root.opcode == "tuple":
         comp.remove_instruction(root)
     else:
