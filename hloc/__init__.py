@@ -135,7 +135,7 @@ def _module_repr_html(module):
 def _install() -> None:
     """What Module.run and the Jupyter reprs (defined on the class) call: this package
     sits above the IR, so it installs them there."""
-    from .ir.module import install_hooks
+    from .ir.hooks import install_hooks
     install_hooks(run=run, repr_svg=_module_repr_svg, repr_html=_module_repr_html)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 import hloc
-from hloc.ir.graph import graph_errors, post_order, replace_instruction
+from hloc.ir.graph import post_order, replace_instruction
+from hloc.ir.invariants import graph_errors
 from hloc.ir.clone import clone_computation, clone_name
 from hloc.ir.rewriter import add_instruction
 from hloc.printer import module_to_text

@@ -13,7 +13,8 @@ import pytest
 
 import hloc
 from hloc.diagnostics import HlocError
-from hloc.ir.graph import fusion_computations, graph_errors
+from hloc.ir.graph import fusion_computations
+from hloc.ir.invariants import graph_errors
 from hloc.ir.shape import ArrayShape
 from hloc.passes import default_pipeline
 from hloc.passes.base import PassContext

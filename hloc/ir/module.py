@@ -16,7 +16,8 @@ from typing import Any, Iterator
 
 from .changes import touch as _touch, touch_around as _touch_around
 from .control import ControlEdges
-from .shape import Shape, TupleShape
+from .hooks import hook as _hook
+from .shape import Shape
 
 
 def _uses(user: "Instruction", op: "Instruction") -> bool:
@@ -492,24 +493,3 @@ class Module:
 
     def __repr__(self) -> str:
         return f"<module {self.name}>"
-
-
-# What Module.run and the Jupyter reprs call; the hloc package (above this layer: runner,
-# graph drawing) installs them, so the IR imports nothing above it.
-_HOOKS: dict = {}
-
-
-def install_hooks(**hooks) -> None:
-    """run(module, *args, backend=, seed=), repr_svg(module), repr_html(module)."""
-    _HOOKS.update(hooks)
-
-
-def _hook(name: str):
-    fn = _HOOKS.get(name)
-    if fn is None:
-        raise RuntimeError(f"Module.{name} needs the hloc package (import hloc)")
-    return fn
-
-
-def leaf_count(shape: Shape) -> int:
-    return len(shape.leaves()) if isinstance(shape, TupleShape) else 1

@@ -18,7 +18,7 @@ computation's generation):
 - the module checks, over those instructions where they are per instruction, else over
   the module (see hloc.verify.core.Context.groups).
 
-The graph invariants the IR API keeps (hloc.ir.graph.graph_errors) are checked on the
+The graph invariants the IR API keeps (hloc.ir.invariants.graph_errors) are checked on the
 instructions an edit recorded and on every instruction of a computation checked whole.
 The first run, a run after the module header's replica or partition count changed, and
 any run with an option whose checks read names (which are not tracked) check
@@ -29,7 +29,7 @@ was checked.
 from __future__ import annotations
 
 from ..diagnostics import VerifyError
-from ..ir.graph import graph_errors
+from ..ir.invariants import graph_errors
 from ..ir.module import Computation, Module
 from .core import ASYNC_OPS, Context, Options, call_sites, no_gc, run_checks
 
