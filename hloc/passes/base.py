@@ -103,6 +103,7 @@ class PassContext:
                                         # instruction processed, independent of output size)
     timings: dict = field(default_factory=dict)
     verify_cpu_seconds: float = 0.0     # spent verifying after changing passes
+    count_cpu_seconds: float = 0.0      # spent counting for count_instructions (not opt's)
     verifier: object = None             # hloc.verify.incremental.Verifier of the module
     _pipelines: list = field(default_factory=list)
 
@@ -126,7 +127,11 @@ class PassContext:
         if self.check_no_change and leaf:
             from ..printer import module_to_text
             before = module_to_text(module)
-        size = module_size(module) if self.count_instructions and leaf else 0
+        size = 0
+        if self.count_instructions and leaf:
+            c = time.process_time()
+            size = module_size(module)
+            self.count_cpu_seconds += time.process_time() - c
         t0, c0 = time.perf_counter(), time.process_time()
         if leaf and self.progress is not None and self.progress.enabled:
             with self.progress.step(f"pass {p.name}"):
@@ -141,7 +146,9 @@ class PassContext:
             timing.runs += 1
             timing.changes += changed
             if self.count_instructions:
+                c = time.process_time()
                 timing.instructions += max(size, module_size(module))
+                self.count_cpu_seconds += time.process_time() - c
         if not changed and before is not None:
             from ..printer import module_to_text
             if module_to_text(module) != before:

@@ -27,6 +27,7 @@ class OptResult:
     skipped: str | None = None          # why no pass ran, when none did
     timings: dict = field(default_factory=dict)
     verify_cpu_seconds: float = 0.0     # verification after changing passes (verify_each)
+    count_cpu_seconds: float = 0.0      # count_instructions' counting (benchmarks subtract it)
 
 
 def already_optimized(module: Module) -> str | None:
@@ -90,6 +91,7 @@ def optimize(module: Module, pipeline: Pass | None, *, verify_each: bool = True,
             result.changed = ctx.run_pass(pipeline, module)
         result.timings = ctx.timings
         result.verify_cpu_seconds = ctx.verify_cpu_seconds
+        result.count_cpu_seconds = ctx.count_cpu_seconds
         for comp in touched(module, before):
             sort_post_order(comp)
     if dumper is not None:
