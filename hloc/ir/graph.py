@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from operator import attrgetter
 
 from ..ops.base import CALLS
 from .module import Computation, Instruction, Module
@@ -212,8 +213,15 @@ def fusion_computations(module: Module) -> set:
 def snapshot(module: Module) -> dict:
     """A cheap structural fingerprint per computation (its instructions and each one's
     operands), to tell which computations a pipeline touched (`touched`)."""
-    return {comp: (list(comp.instructions), [tuple(i.operands) for i in comp.instructions])
-            for comp in module.computations}
+    return {comp: (insts, _operand_tuples(insts))
+            for comp in module.computations for insts in (list(comp.instructions),)}
+
+
+_OPERANDS = attrgetter("operands")
+
+
+def _operand_tuples(insts: list) -> list:
+    return list(map(tuple, map(_OPERANDS, insts)))     # in C: this runs on every instruction
 
 
 def touched(module: Module, before: dict) -> list:
@@ -223,7 +231,7 @@ def touched(module: Module, before: dict) -> list:
     for comp in module.computations:
         old = before.get(comp)
         insts = comp.instructions
-        if old is None or old[0] != insts or [tuple(i.operands) for i in insts] != old[1]:
+        if old is None or old[0] != insts or _operand_tuples(insts) != old[1]:
             out.append(comp)
     return out
 
