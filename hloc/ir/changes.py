@@ -8,6 +8,9 @@ verification could change: the edited instruction and, where an edit changes wha
 neighbour's checks read (a shape, an attribute, a users list), the neighbours.
 hloc.verify.incremental re-checks only those after a pass (`Computation.take_changes`
 hands them over). Names and source locations are not tracked: no check reads them.
+A computation already marked all-changed (new since the last verification, e.g. a fused
+computation being built, or its list replaced) only bumps its generation: all of it is
+re-checked anyway.
 """
 from __future__ import annotations
 
@@ -16,8 +19,9 @@ def touch(inst) -> None:
     """Record an edit of `inst` (or of what its checks read) in its computation."""
     comp = inst.parent
     if comp is not None:
-        comp._changed.add(inst)
         comp.generation += 1
+        if not comp._changed_all:   # else all of it is re-checked (a computation being built)
+            comp._changed.add(inst)
 
 
 def touch_around(inst) -> None:
@@ -26,8 +30,12 @@ def touch_around(inst) -> None:
     comp = inst.parent
     if comp is None:
         return
+    comp.generation += 1
+    if comp._changed_all:
+        return
     changed = comp._changed
     changed.add(inst)
-    changed.update(inst.operands)
-    changed.update(inst.users)
-    comp.generation += 1
+    if inst.operands:
+        changed.update(inst.operands)
+    if inst.users:
+        changed.update(inst.users)
