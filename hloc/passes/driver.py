@@ -12,10 +12,9 @@ parser does so; passes skip or treat them specially).
 """
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from ..gc_pause import no_gc
 from ..ir.module import Module
 from .base import Pass, PassContext
 from ..ir.graph import fusion_computations, snapshot, sort_post_order, touched
@@ -46,18 +45,9 @@ def already_optimized(module: Module) -> str | None:
 # module (0.1-0.3 s each on the 28k-line and 96-layer dumps). What the passes drop is
 # freed by reference counting: the cyclic garbage they leave is small (10k objects after
 # opt of the 28k-line dump, 29k after the 96-layer one), so the collector is off while
-# the pipeline runs, as in the verifier (hloc.verify.core.no_gc): opt took 3-4 % less
+# the pipeline runs (hloc.gc_pause.no_gc, as in the verifier): opt took 3-4 % less
 # CPU and peak RSS measured the same (166 and 294 MB). The next collection after opt
 # takes what cycles there are.
-@contextmanager
-def _no_collections():
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def optimize(module: Module, pipeline: Pass | None, *, verify_each: bool = True,
@@ -88,7 +78,7 @@ def optimize(module: Module, pipeline: Pass | None, *, verify_each: bool = True,
         ctx = PassContext(verify_each=verify_each, check_no_change=check_no_change,
                           disabled=frozenset(disabled), dumper=dumper, progress=progress,
                           count_instructions=count_instructions, verifier=verifier)
-        with _no_collections():
+        with no_gc():
             before = snapshot(module)
             result.changed = ctx.run_pass(pipeline, module)
             for comp in touched(module, before):

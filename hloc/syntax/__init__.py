@@ -1,10 +1,10 @@
 """HLO text -> Module: `parse_module(text, name)` and `parse_file(path)`."""
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
 from ..diagnostics import ParseError, Source
+from ..gc_pause import no_gc
 from .builder import build
 from .parser import parse_records, split_modules, strip_glog_prefixes
 
@@ -21,13 +21,8 @@ def parse_modules(text: str, name: str = "<input>") -> list:
         raise ParseError("empty input: expects an HLO module", source.loc(0))
     # Building a big module allocates millions of objects and no garbage cycles; the
     # cyclic GC would rescan the growing heap over and over (a third of the parse time).
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with no_gc():
         return [build(parse_records(source, a, b), source) for a, b in bounds]
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def parse_module(text: str, name: str = "<input>"):

@@ -19,13 +19,12 @@ is not given says so and looks at everything).
 """
 from __future__ import annotations
 
-import gc
 from collections import defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
 from ..diagnostics import VerifyError
+from ..gc_pause import no_gc    # the cyclic GC doubled verification time
 from ..ir.module import Computation, Instruction, Module
 from ..ops import opcodes_with
 from ..ops.base import ASYNC
@@ -257,19 +256,6 @@ class Context:
 
 def run(module: Module, opts: Options) -> list[VerifyError]:
     return run_checks(lambda: Context(module, opts)).errors
-
-
-@contextmanager
-def no_gc():
-    """Walking a big module allocates many short-lived objects; with the cyclic GC on,
-    each collection rescans the whole module heap (it doubled verification time)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def run_checks(make_context) -> Context:

@@ -31,7 +31,8 @@ from __future__ import annotations
 from ..diagnostics import VerifyError
 from ..ir.invariants import graph_errors
 from ..ir.module import Computation, Module
-from .core import ASYNC_OPS, Context, Options, call_sites, no_gc, run_checks
+from ..gc_pause import no_gc
+from .core import ASYNC_OPS, Context, Options, call_sites, run_checks
 
 
 class Verifier:
