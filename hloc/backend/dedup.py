@@ -19,11 +19,9 @@ checks on real dumps that every kernel this merges emits the same IR as the one 
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir.module import Computation
 from ..ir.rewriter import has_side_effect
-from ..ir.shape import ArrayShape
+from ..ir.literal import literal_bytes
 from ..syntax.literal_printer import literal_text
 
 # Never read by code generation (as HLO's Identical ignores them).
@@ -108,7 +106,4 @@ def _literal_key(inst):
     lit = inst.literal
     if lit is None:
         return None
-    if isinstance(inst.shape, ArrayShape) and inst.shape.dtype.is_array:
-        value = np.ascontiguousarray(np.asarray(lit.value, dtype=inst.shape.dtype.np))
-        return (str(value.dtype), value.shape, value.tobytes())
-    return literal_text(lit, print_large=True)
+    return literal_bytes(inst.shape, lit.value) or literal_text(lit, print_large=True)

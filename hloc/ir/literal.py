@@ -48,6 +48,35 @@ class Literal:
         return f"Literal({self.shape.no_layout()}, {self.value!r})"
 
 
+_DTYPE_NAMES: dict = {}     # numpy dtype -> str(dtype) (numpy builds the name each time)
+
+
+def literal_bytes(shape: Shape, value, limit: int | None = None):
+    """A constant's value (of `shape`) as a comparable key: (dtype name, dims, bytes),
+    tuples element-wise; None when not comparable (tokens, opaque) or an array is over
+    `limit` bytes. Equal keys: the same value bit for bit (-0.0 is not 0.0)."""
+    if isinstance(shape, ArrayShape):
+        if not shape.dtype.is_array:
+            return None
+        if limit is not None and shape.size * max(1, shape.dtype.bits // 8) > limit:
+            return None
+        array = np.ascontiguousarray(np.asarray(value))
+        name = _DTYPE_NAMES.get(array.dtype)
+        if name is None:
+            name = _DTYPE_NAMES[array.dtype] = str(array.dtype)
+        return (name, array.shape, array.tobytes())
+    elements = getattr(shape, "elements", None)
+    if elements is None or not isinstance(value, tuple):
+        return None
+    parts = []
+    for sub_shape, sub_value in zip(elements, value):
+        sub = literal_bytes(sub_shape, sub_value, limit)
+        if sub is None:
+            return None
+        parts.append(sub)
+    return tuple(parts)
+
+
 # ---------------------------------------------------------------------------
 # Per-type facts
 

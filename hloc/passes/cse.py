@@ -16,10 +16,8 @@ one instruction are merged too. Fused computations are included. Not implemented
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir.module import Computation, Instruction, Module
-from ..ir.shape import ArrayShape
+from ..ir.literal import literal_bytes
 from ..ops import opcodes_with
 from ..ops.base import COMMUTATIVE as _COMMUTATIVE, DEVICE_ID
 from . import register
@@ -38,7 +36,6 @@ MAX_CONSTANT_BYTES = 1 << 26        # larger constants are not compared (memory)
 _PLAIN = frozenset({str, int, bool, float})    # attribute values that are their own key
 
 
-_DTYPE_NAMES: dict = {}     # numpy dtype -> str(dtype) (numpy builds the name each time)
 
 
 def _first(item):
@@ -102,7 +99,8 @@ class _Cse:
         return combined
 
     def constant_key(self, inst: Instruction):
-        value = _literal_bytes(inst.shape, inst.literal)
+        lit = inst.literal
+        value = None if lit is None else literal_bytes(inst.shape, lit.value, MAX_CONSTANT_BYTES)
         return None if value is None else (self.shape_key(inst.shape), value)
 
     # -- instructions ----------------------------------------------------------------
@@ -224,8 +222,9 @@ class _Cse:
                 if inst.opcode == "parameter":
                     extra = inst.parameter_number
                 elif inst.opcode == "constant":
-                    extra = _literal_bytes(inst.shape, inst.literal, limit=None) \
-                        or literal_text(inst.literal)
+                    lit = inst.literal
+                    extra = (None if lit is None else literal_bytes(inst.shape, lit.value)) \
+                        or literal_text(lit)
                 rows.append((inst.opcode, str(inst.shape),
                              tuple(position[o] for o in inst.operands),
                              self.attrs_key(inst), extra))
@@ -234,36 +233,3 @@ class _Cse:
         fp = (comp.execution_thread, tuple(rows))
         self.fingerprints[comp] = fp
         return fp
-
-
-def _literal_bytes(shape, literal, limit: int | None = MAX_CONSTANT_BYTES):
-    """The literal's value as bytes (tuples element-wise); None when not comparable."""
-    if literal is None:
-        return None
-    if isinstance(shape, ArrayShape):
-        if not shape.dtype.is_array:
-            return None
-        if limit is not None and shape.size * max(1, shape.dtype.bits // 8) > limit:
-            return None
-        value = np.ascontiguousarray(np.asarray(literal.value))
-        name = _DTYPE_NAMES.get(value.dtype)
-        if name is None:
-            name = _DTYPE_NAMES[value.dtype] = str(value.dtype)
-        return (name, value.shape, value.tobytes())
-    elements = getattr(shape, "elements", None)
-    if elements is None or not isinstance(literal.value, tuple):
-        return None
-    parts = []
-    for sub_shape, sub_value in zip(elements, literal.value):
-        sub = _literal_bytes(sub_shape, _Value(sub_value), limit)
-        if sub is None:
-            return None
-        parts.append(sub)
-    return tuple(parts)
-
-
-class _Value:
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
