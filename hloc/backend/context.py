@@ -215,19 +215,10 @@ class KernelBuilder:
                 if hit is not None:
                     return hit[0]
                 v = _fn(self, _inst, _ops, index)
-                _name(v, _inst.name)
                 cache[k] = (v, index)
                 return v
         self._gens[key] = g
         return g
-
-
-def _name(v, name: str) -> None:
-    """Name an unnamed instruction's value after its HLO instruction (readable IR)."""
-    for x in (v if isinstance(v, list) else [v]):
-        for part in ((x.re, x.im) if hasattr(x, "re") else (x,)):
-            if isinstance(part, ir.Instruction) and not part.name:
-                part.name = name
 
 
 def ptr_arg(b: ir.IRBuilder, array: ir.Value, k: int, name: str = "") -> ir.Value:
