@@ -18,7 +18,7 @@ from ..interp.core import unsupported
 from . import (blas, buffers, collective_calls, conv_gemm, dedup, library_fusion, parallel,
                row_groups, split_reduce)
 from .profile import site_of
-from .context import ptr_arg
+from .context import fast_names, ptr_arg
 from .inplace import inplace_state
 from .kernels import data_parallel, emit_kernel
 from .loops import at_entry, i64
@@ -75,7 +75,7 @@ class Functions:
         plan = buffers.plan(comp, self.arena,
                             self.donated[1] if comp is self.donated[0] else ())
         self.plans[id(comp)] = plan
-        fn = ir.Function(mcx.module, COMP_TYPE, name=mcx.unique("comp." + comp.name))
+        fn = fast_names(ir.Function(mcx.module, COMP_TYPE, name=mcx.unique("comp." + comp.name)))
         fn.args[0].name, fn.args[1].name, fn.args[2].name = "params", "outs", "temp"
         # The arena region a computation gets is disjoint from every buffer its params and
         # outs point to (the caller's own buffers lie below callee_offset): LLVM may then
