@@ -19,29 +19,32 @@ STEMS = ["mlp_train_step", "scan_rnn", "sort_ops", "fft_ops", "random_threefry",
          "complex64_math", "nested_control_flow", "scatter_ops", "linalg_qr_eigh"]
 
 
-def _emitted_module(stem, options, monkeypatch):
+def _printed(stem, options, monkeypatch) -> list[tuple[str, str, str]]:
+    """(name, irtext's text, llvmlite's str) of every global value of the module the
+    back end emits for `stem`, printed when it is printed (jit.lower releases it after)."""
     m = hloc.parse((DUMPS / f"{stem}.before_optimizations.hlo").read_text(), stem)
     prepare_for_cpu(m, None)
     seen = []
     real = partition.split
 
     def capture(module, *a, **k):
-        seen.append(module)
+        fns = [v for v in module.globals.values() if isinstance(v, ir.Function) and v.blocks]
+        assert fns
+        # irtext first: llvmlite's own str() caches instruction text
+        seen.extend((v.name, irtext.text(v), str(v)) for v in module.globals.values())
         return real(module, *a, **k)
     monkeypatch.setattr(partition, "split", capture)
     jit.lower(m, options)
-    return seen[0]
+    return seen
 
 
 @pytest.mark.parametrize("profile", [False, True])
 @pytest.mark.parametrize("stem", STEMS)
 def test_emitted_functions_print_as_llvmlite_does(stem, profile, monkeypatch):
-    module = _emitted_module(stem, Options(profile=profile), monkeypatch)
-    fns = [v for v in module.globals.values() if isinstance(v, ir.Function) and v.blocks]
-    assert fns
-    for v in module.globals.values():
-        ours = irtext.text(v)          # first: llvmlite's own str() caches instruction text
-        assert ours == str(v), v.name
+    printed = _printed(stem, Options(profile=profile), monkeypatch)
+    assert printed
+    for name, ours, theirs in printed:
+        assert ours == theirs, name
 
 
 def test_rare_forms_print_as_llvmlite_does():

@@ -121,6 +121,7 @@ def lower(module, options: Options, share_kernels: bool = True) -> Lowered:
     inplace = fns.plans[id(module.entry)].inplace
     # (out leaf, param leaf, kind, whether the output lives in the parameter's buffer)
     lowered.donated = [(j, i, kind, j in inplace) for j, i, kind in donated]
+    mcx.release()                         # freed by reference counting (context.gc_paused)
     return lowered
 
 
