@@ -63,7 +63,10 @@ def _with_linkage(g, linkage: str) -> str:
     old, buf = g.linkage, []
     g.linkage = linkage
     try:
-        g.descr(buf)
+        if isinstance(g, ir.Function):
+            buf.append(irtext.text(g))      # = descr, at irtext's speed
+        else:
+            g.descr(buf)
     finally:
         g.linkage = old
     text = "".join(buf)
