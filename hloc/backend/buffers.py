@@ -107,6 +107,7 @@ def plan(comp, callee_arena, donated=()) -> Plan:
         leaves[id(par)] = bufs
     p.n_params = k
     owned: list[tuple[int, Buf]] = []      # (position, buf) in creation order
+    tuple_ranges: dict[int, list] = {}
     for pos, inst in enumerate(comp.instructions):
         op = inst.opcode
         if op == "parameter":
@@ -117,7 +118,11 @@ def plan(comp, callee_arena, donated=()) -> Plan:
         elif op == "tuple":
             leaves[id(inst)] = [b for o in inst.operands for b in leaves[id(o)]]
         elif op == "get-tuple-element":
-            start, stop = leaf_ranges(inst.operands[0].shape)[inst.attrs["index"]]
+            tup = inst.operands[0]
+            ranges = tuple_ranges.get(id(tup))
+            if ranges is None:        # once per tuple, not per element taken (scan states)
+                ranges = tuple_ranges[id(tup)] = leaf_ranges(tup.shape)
+            start, stop = ranges[inst.attrs["index"]]
             leaves[id(inst)] = leaves[id(inst.operands[0])][start:stop]
         elif op in _ALIASED_ELEMENT:
             el = _ALIASED_ELEMENT[op][1]

@@ -96,9 +96,11 @@ class Functions:
             comps = {f.name for f in self.fns.values()}
             w = 0
             for block in fn.blocks:
+                w += len(block.instructions)
                 for inst in block.instructions:
-                    w += 1
-                    callee = getattr(inst, "callee", None)
+                    if not isinstance(inst, ir.CallInstr):   # only calls have a callee
+                        continue
+                    callee = inst.callee
                     if isinstance(callee, ir.Function) and callee.blocks \
                             and "noinline" not in callee.attributes \
                             and ("alwaysinline" in callee.attributes or callee.name in comps):
