@@ -1,7 +1,7 @@
 """hloc.backend.irtext prints llvmlite functions byte for byte as llvmlite's `str` does:
 on the modules the back end emits for real dumps (every kind of instruction it uses),
 and on a hand-built function with the rarer forms (flags, fast-math, metadata, align,
-names that need escaping, a call, an alloca)."""
+names that need escaping, calls with and without attributes, allocas)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -69,6 +69,17 @@ def test_rare_forms_print_as_llvmlite_does():
     gp = b.gep(p, [ir.Constant(ir.IntType(64), 2)], source_etype=f32, inbounds=False)
     r = b.call(callee, [tagged], fastmath=("fast",))
     sl = b.alloca(f32, name="slot")
+    b.alloca(i32, size=ir.Constant(i32, 4))
+    b.alloca(ir.ArrayType(f32, 3)).align = 16
+    b.call(callee, [y])                                        # plain: ours
+    b.call(callee, [y], tail=True)
+    b.call(callee, [y], cconv="fastcc")
+    b.call(callee, [y], attrs=("nounwind",))
+    b.call(callee, [y], arg_attrs={0: ("noundef",)})
+    vcallee = ir.Function(m, ir.FunctionType(i32, [i32], var_arg=True), name="printf_like")
+    b.call(vcallee, [x, x])
+    vfn = ir.Function(m, ir.FunctionType(ir.VoidType(), [ir.PointerType()]), name="vf")
+    b.call(vfn, [p])
     b.cbranch(b.trunc(z, ir.IntType(1)), other, other)
     b.position_at_end(other)
     phi = b.phi(f32, name="ph")

@@ -6,9 +6,10 @@ check and a buffer join. Here the instruction classes hloc emits most (the exact
 below: arithmetic, compares, casts, loads, stores, GEPs, selects, phis, branches, returns)
 are written with one f-string each, the same format strings as llvmlite 0.50's `descr`
 methods (`llvmlite/ir/instructions.py`) and the same trailing-space strip as its
-`NamedValue._to_string`. Every other instruction (calls, allocas, anything with metadata,
-subclasses) and any instruction whose text llvmlite already cached is printed by llvmlite
-itself. tests/test_backend_irtext.py checks the bytes against `str` on real modules.
+`NamedValue._to_string`; so are allocas and plain calls (no attributes, fast-math, tail
+marker, calling convention or varargs). Every other instruction (those calls, anything
+with metadata, subclasses) and any instruction whose text llvmlite already cached is
+printed by llvmlite itself. tests/test_backend_irtext.py checks the bytes against `str` on real modules.
 """
 from __future__ import annotations
 
@@ -94,6 +95,23 @@ def _terminator(i) -> str:
     return f"{i.opname} {ops}"
 
 
+def _call(i) -> str | None:
+    """A plain call (None: llvmlite prints attributes, fast-math, tail, calling
+    convention, varargs and argument attributes)."""
+    callee = i.callee
+    fnty = callee.function_type
+    if i.arg_attributes or fnty.var_arg or i.cconv or i.tail or i.attributes or i.fastmath:
+        return None
+    args = ", ".join([f"{a.type} {_ref(a)}" for a in i.args])
+    return f"call {fnty.return_type} {_ref(callee)}({args})"
+
+
+def _alloca(i) -> str:
+    size = f", {i.operands[0].type} {_ref(i.operands[0])}" if i.operands else ""
+    align = "" if i.align is None else f", align {i.align}"
+    return f"alloca {i.allocated_type}{size}{align}"
+
+
 def _ret(i) -> str:
     v = i.return_value
     return i.opname if v is None else f"{i.opname} {v.type} {_ref(v)}"
@@ -102,7 +120,8 @@ def _ret(i) -> str:
 _FORMAT = {li.Instruction: _generic, li.GEPInstr: _gep, li.ICMPInstr: _compare,
            li.FCMPInstr: _compare, li.LoadInstr: _load, li.StoreInstr: _store,
            li.SelectInstr: _select, li.CastInstr: _cast, li.PhiInstr: _phi,
-           li.Branch: _terminator, li.ConditionalBranch: _terminator, li.Ret: _ret}
+           li.Branch: _terminator, li.ConditionalBranch: _terminator, li.Ret: _ret,
+           li.CallInstr: _call, li.AllocaInstr: _alloca}
 
 
 def instruction_text(i) -> str:
@@ -114,9 +133,12 @@ def instruction_text(i) -> str:
     fmt = _FORMAT.get(type(i))
     if fmt is None or i.metadata:
         return str(i)
+    body = fmt(i)
+    if body is None:
+        return str(i)
     if isinstance(i.type, ir.VoidType):
-        return fmt(i).rstrip()
-    return f"{_ref(i)} = {fmt(i)}".rstrip()
+        return body.rstrip()
+    return f"{_ref(i)} = {body}".rstrip()
 
 
 def text(value) -> str:
