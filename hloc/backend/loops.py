@@ -64,18 +64,25 @@ def for_range(b: ir.IRBuilder, start, stop, name: str = "i", step=None):
     b.position_at_end(end)
 
 
-@contextmanager
-def at_entry(b: ir.IRBuilder, fn: ir.Function):
-    """`b` at the start of `fn`'s entry block (allocas, hoisted pointers), then back at the
-    end of the block it was in: llvmlite's `goto_entry_block()` + `position_before(first)`
-    without goto_block's search of the entry block for its terminator (O(block) per call,
-    a fifth of IR generation where a computation's entry block is thousands long)."""
-    old = b.block
-    b.position_at_start(fn.entry_basic_block)
-    try:
-        yield
-    finally:
-        b.position_at_end(old)
+class at_entry:
+    """`with at_entry(b, fn):` `b` at the start of `fn`'s entry block (allocas, hoisted
+    pointers), then back at the end of the block it was in: llvmlite's
+    `goto_entry_block()` + `position_before(first)` without goto_block's search of the
+    entry block for its terminator (O(block) per call, a fifth of IR generation where a
+    computation's entry block is thousands long). A class, not a generator context
+    manager: entered for every pointer a computation hoists."""
+
+    __slots__ = ("b", "fn", "old")
+
+    def __init__(self, b: ir.IRBuilder, fn: ir.Function):
+        self.b, self.fn = b, fn
+
+    def __enter__(self) -> None:
+        self.old = self.b.block
+        self.b.position_at_start(self.fn.entry_basic_block)
+
+    def __exit__(self, *exc) -> None:
+        self.b.position_at_end(self.old)
 
 
 @contextmanager
