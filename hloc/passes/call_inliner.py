@@ -47,8 +47,8 @@ class CallInliner(Pass):
                         async_bodies.add(callee)
         changed = False
         for comp in module.post_order():
-            if comp in async_bodies:
-                continue
+            if comp in async_bodies or not any(i.opcode == "call" for i in comp.instructions):
+                continue                # (no call: no post order)
             editor = Removal(comp)
             for inst in post_order(comp):
                 if inst.opcode != "call" or not editor.alive(inst):

@@ -227,7 +227,10 @@ class ConditionalSimplifier(Pass):
     name = "simplify-conditional"
 
     def run(self, module: Module, ctx: PassContext) -> bool:
-        conds = [i for c in module.computations for i in stable_post_order(c)
+        # (the post order only of computations with a conditional in them)
+        conds = [i for c in module.computations
+                 if any(i.opcode == "conditional" for i in c.instructions)
+                 for i in stable_post_order(c)
                  if i.opcode == "conditional" and "sharding" not in i.attrs
                  and not any(_calls_channel(b) for b in branches(i))]
         changed = False

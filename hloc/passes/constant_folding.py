@@ -108,14 +108,12 @@ class HloConstantFolding(Pass):
         for comp in list(module.computations):
             if comp.is_fusion_computation or id(comp) in composites:
                 continue
+            # Nothing foldable now (every later round of a fixed point): nothing changes
+            # during the walk either, so no post order.
+            if not any(_candidate(u, comp, foldable) for u in _constant_users(comp)):
+                continue
             for inst in stable_post_order(comp):
-                if inst.parent is not comp or (not inst.users and inst is not comp.root):
-                    continue
-                if inst.opcode in ("parameter", "constant", "tuple"):
-                    continue
-                if not _any_constant(inst) or not _all_constantish(inst):
-                    continue
-                if not foldable.instruction(inst):
+                if not _candidate(inst, comp, foldable):
                     continue
                 try:
                     value = evaluate(inst, interpreter=interp)
@@ -128,6 +126,33 @@ class HloConstantFolding(Pass):
                 remove_instruction_and_unused_operands(inst)
                 changed = True
         return changed
+
+
+def _candidate(inst: Instruction, comp: Computation, foldable: _Foldability) -> bool:
+    """Whether `inst` is to be evaluated (all but the evaluation itself)."""
+    if inst.parent is not comp or (not inst.users and inst is not comp.root):
+        return False
+    if inst.opcode in ("parameter", "constant", "tuple"):
+        return False
+    return _any_constant(inst) and _all_constantish(inst) and foldable.instruction(inst)
+
+
+def _constant_users(comp: Computation):
+    """Every instruction with a constant operand, or one through tuples (a superset of
+    those _any_constant accepts)."""
+    seen = set()
+    for inst in comp.instructions:
+        if inst.opcode != "constant":
+            continue
+        work = list(inst.users)
+        while work:
+            u = work.pop()
+            if u in seen:
+                continue
+            seen.add(u)
+            yield u
+            if u.opcode == "tuple":
+                work.extend(u.users)
 
 
 def _composite_bodies(module: Module) -> set:

@@ -108,46 +108,78 @@ class _Cse:
         editor = Removal(comp)
         changed = self.combine_constants(comp, editor)
         editor.flush()
-        order = post_order(comp)
-        position = {inst: n for n, inst in enumerate(order)}
+        memo = self.memo
+        iota_key = self.iota_key
+        alive = editor.alive
+        # Two identical instructions have the same opcode and operands: buckets are keyed
+        # by those alone (cheap), and the rest of the key (shape, attributes, called
+        # computations by structure) is computed only when a bucket already holds an
+        # instruction: [rest without callees, rest, instruction] entries, each rest
+        # computed when first compared. Most instructions have a bucket of their own.
         representatives: dict = {}
-        for inst in order:
-            if not editor.alive(inst):
+        for inst in post_order(comp):
+            if not alive(inst):
                 continue
-            if not inst.operands and inst.opcode not in ZERO_OPERAND_CSE:
+            operands = inst.operands
+            opcode = inst.opcode
+            if not operands and opcode not in ZERO_OPERAND_CSE:
                 continue
-            if has_side_effect(inst, self.memo):
-                continue
-            # Called computations are compared (fingerprinted) only when everything
-            # else matches an earlier instruction: a bucket per key without them holds
-            # [full key or None (not computed yet), representative] pairs.
-            key = self.instruction_key(inst, position, shallow=True)
-            bucket = representatives.get(key)
-            rep = None
-            if bucket is not None:
-                full = self.instruction_key(inst, position)
-                for entry in bucket:
-                    if entry[0] is None:
-                        entry[0] = self.instruction_key(entry[1], position)
-                    if entry[0] == full:
-                        rep = entry
-                        break
-                if rep is None:
-                    bucket.append([full, inst])
-                elif not editor.alive(rep[1]):          # (a representative can die)
-                    rep[1] = inst
-                    rep = None
+            iotas = 0
+            ops = []
+            for o in operands:      # iotas by what they compute, the rest by identity
+                if o.opcode == "iota":
+                    iotas += 1
+                    ops.append(iota_key(o))
                 else:
-                    rep = rep[1]
-            else:
-                representatives[key] = [[None, inst]]
+                    ops.append(id(o))
+            if len(ops) == 2 and opcode in COMMUTATIVE:
+                a, b = ops
+                if (type(a) is int) is (type(b) is int):
+                    if a > b:
+                        ops.reverse()
+                elif type(b) is int:
+                    ops.reverse()
+            key = (opcode, tuple(ops))
+            bucket = representatives.get(key)
+            if bucket is None:
+                # A side-effecting instruction may be kept here: one identical to it has
+                # side effects too and is skipped before it looks.
+                representatives[key] = [[None, None, inst]]
+                if iotas > 1 and not has_side_effect(inst, memo):
+                    changed |= self.merge_iota_operands(inst, editor)
+                continue
+            if has_side_effect(inst, memo):
+                continue
+            shallow = self.rest_key(inst, shallow=True)
+            full = None
+            rep = None
+            for entry in bucket:
+                if entry[0] is None:
+                    entry[0] = self.rest_key(entry[2], shallow=True)
+                if entry[0] != shallow:
+                    continue
+                if full is None:
+                    full = self.rest_key(inst)
+                if entry[1] is None:
+                    entry[1] = self.rest_key(entry[2])
+                if entry[1] == full:
+                    rep = entry
+                    break
             if rep is None:
-                changed |= self.merge_iota_operands(inst, editor)
+                bucket.append([shallow, full, inst])
+            elif not alive(rep[2]):                     # (a representative can die)
+                rep[2] = inst
+                rep = None
+            else:
+                rep = rep[2]
+            if rep is None:
+                if iotas > 1:
+                    changed |= self.merge_iota_operands(inst, editor)
                 continue
             if inst.has_control_dependencies():
                 continue
             inst.replace_all_uses_with(rep)
-            editor.remove_with_unused_operands(inst, self.memo)
+            editor.remove_with_unused_operands(inst, memo)
             changed = True
         editor.flush()
         return changed
@@ -170,15 +202,10 @@ class _Cse:
     def iota_key(self, inst: Instruction):
         return ("iota", inst.attrs.get("iota_dimension"), self.shape_key(inst.shape))
 
-    def instruction_key(self, inst: Instruction, position: dict, shallow: bool = False):
-        """The identity key; `shallow`: called computations not compared."""
-        get = position.get      # iotas by what they compute, the rest by identity
-        operands = [("op", get(o, -1), id(o)) if o.opcode != "iota" else self.iota_key(o)
-                    for o in inst.operands]
-        if inst.opcode in COMMUTATIVE and len(operands) == 2:
-            operands.sort()
-        return (inst.opcode, self.shape_key(inst.shape), tuple(operands),
-                self.attrs_key(inst, shallow))
+    def rest_key(self, inst: Instruction, shallow: bool = False):
+        """What besides opcode and operands makes an instruction identical to another;
+        `shallow`: called computations not compared."""
+        return (self.shape_key(inst.shape), self.attrs_key(inst, shallow))
 
     def attrs_key(self, inst: Instruction, shallow: bool = False) -> tuple:
         items = []

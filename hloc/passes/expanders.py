@@ -31,7 +31,10 @@ from .simplify_util import Builder, max_value
 
 
 def _instructions(module: Module, opcodes) -> list[Instruction]:
-    return [i for c in module.computations if not c.is_fusion_computation
+    """The instructions with one of `opcodes`, in post order per computation (the post
+    order only of computations that have one)."""
+    return [i for c in module.computations if not c.is_fusion_computation and
+            any(i.opcode in opcodes for i in c.instructions)
             for i in post_order(c) if i.opcode in opcodes]
 
 

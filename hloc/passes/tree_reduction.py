@@ -48,8 +48,10 @@ class TreeReductionRewriter(Pass):
         for comp in module.computations:
             if comp.is_fusion_computation:
                 continue
-            # Nothing to split (every later round of the fixed point): no post order.
-            if not any(i.opcode == "reduce" and _splittable(i) for i in comp.instructions):
+            # Nothing to split (every later round of the fixed point): nothing changes
+            # during the walk either, so no post order.
+            if not any(i.opcode == "reduce" and _splittable(i) and
+                       not starts_fusion(i, assigned=False) for i in comp.instructions):
                 continue
             for r in [i for i in post_order(comp) if i.opcode == "reduce"]:
                 changed |= _rewrite(r)

@@ -31,19 +31,16 @@ class TupleSimplifier(Pass):
 
 
 def _simplify(comp: Computation, memo: dict) -> bool:
-    if not any(i.opcode in ("tuple", "get-tuple-element") for i in comp.instructions):
-        return False                    # nothing to simplify: skip the post order
+    # Nothing to simplify now (every later round of a fixed point): nothing changes
+    # during the walk either, so skip the post order.
+    if not any(_replacement(i) is not None for i in comp.instructions):
+        return False
     editor = Removal(comp)
     changed = False
     for inst in post_order(comp):
         if not editor.alive(inst):
             continue
-        if inst.opcode == "tuple":
-            replacement = _whole_tuple_source(inst)
-        elif inst.opcode == "get-tuple-element":
-            replacement = _element(inst)
-        else:
-            continue
+        replacement = _replacement(inst)
         if replacement is None:
             continue
         if "sharding" in inst.attrs and "sharding" in replacement.attrs and \
@@ -54,6 +51,14 @@ def _simplify(comp: Computation, memo: dict) -> bool:
                                        memo=memo)
     editor.flush()
     return changed
+
+
+def _replacement(inst: Instruction) -> Instruction | None:
+    if inst.opcode == "tuple":
+        return _whole_tuple_source(inst)
+    if inst.opcode == "get-tuple-element":
+        return _element(inst)
+    return None
 
 
 def _whole_tuple_source(tup: Instruction) -> Instruction | None:

@@ -237,8 +237,8 @@ class Context:
         result = None
         thread = self.thread(comp)
         for inst in comp.instructions:
-            if skip_async and inst.opcode in ASYNC_OPS:
-                continue
+            if "calls" not in inst.opdef.traits or (skip_async and inst.opcode in ASYNC_OPS):
+                continue            # (no called computations: no call to ask)
             for called in inst.called_computations():
                 if self.thread(called) != thread:
                     result = (f"Nested computations expects same computation's thread name: "

@@ -25,7 +25,11 @@ from .. import PassContext, register
 from ..base import Pass, PassError
 from . import arith, logic, movement, reduce, slicing  # noqa: F401 (rules)
 from .rules import RULES
+from ...ir.shape import ArrayShape
 from ..simplify_util import Builder
+
+# (rule, function) per opcode, in the order they are tried.
+RULE_FNS = {op: tuple((r, r.fn) for r in rules) for op, rules in RULES.items()}
 
 # A worklist that keeps rewriting is a bug in a rule pair; stop after this many visits
 # per instruction rather than loop forever.
@@ -33,16 +37,29 @@ VISITS_PER_INSTRUCTION = 64
 
 
 class RuleContext:
-    """What a rule sees besides the instruction: a builder and the computation."""
+    """What a rule sees besides the instruction: a builder and the computation. The
+    builder (`b`) is made when a rule first asks for it: most rules decline without
+    building."""
+
+    __slots__ = ("comp", "module", "inst", "_b")
 
     def __init__(self, comp: Computation):
         self.comp = comp
         self.module = comp.parent
-        self.b: Builder | None = None
+        self.inst: Instruction | None = None
+        self._b: Builder | None = None
 
-    def pinned(self, inst: Instruction) -> bool:
+    @property
+    def b(self) -> Builder:
+        b = self._b
+        if b is None:
+            b = self._b = Builder(self.comp, before=self.inst)
+        return b
+
+    @staticmethod
+    def pinned(inst: Instruction) -> bool:
         """Has control dependencies, so rules leave it in place."""
-        return inst.has_control_dependencies()
+        return bool(inst.control_predecessors) or bool(inst.control_successors)
 
 
 @register
@@ -64,15 +81,17 @@ def simplify_computation(comp: Computation) -> bool:
     queued = {id(i) for i in work}
     budget = VISITS_PER_INSTRUCTION * (len(work) + 16)
     rctx = RuleContext(comp)
+    rules = RULE_FNS
     changed = False
     while work and budget > 0:
         budget -= 1
         inst = work.pop()
         queued.discard(id(inst))
-        if inst.parent is not comp or inst.opcode not in RULES or rctx.pinned(inst) or \
-                _dynamic(inst):
+        fns = rules.get(inst.opcode)
+        if fns is None or inst.parent is not comp or inst.control_predecessors or \
+                inst.control_successors or _dynamic(inst):
             continue
-        touched = apply_rules(inst, rctx)
+        touched = apply_rules(inst, rctx, fns)
         if touched is None:
             continue
         changed = True
@@ -85,15 +104,17 @@ def simplify_computation(comp: Computation) -> bool:
 
 def _dynamic(inst: Instruction) -> bool:
     """Bounded-dynamic shapes are left alone (the rules build static shapes)."""
-    if _dynamic_shape(inst.shape):
+    shape = inst.shape
+    if (shape.__class__ is not ArrayShape or shape.dynamic) and _dynamic_shape(shape):
         return True
     for o in inst.operands:
-        if _dynamic_shape(o.shape):
+        shape = o.shape
+        if (shape.__class__ is not ArrayShape or shape.dynamic) and _dynamic_shape(shape):
             return True
     return False
 
 
-@lru_cache(maxsize=4096)     # shapes are immutable and shared; asked on every visit
+@lru_cache(maxsize=4096)     # shapes are immutable and shared
 def _dynamic_shape(shape) -> bool:
     if shape.is_tuple:
         return any(_dynamic_shape(leaf) for leaf in shape.leaves())
@@ -101,21 +122,26 @@ def _dynamic_shape(shape) -> bool:
     return bool(dynamic) and any(dynamic)
 
 
-def apply_rules(inst: Instruction, rctx: RuleContext):
-    """Try inst's rules in order; return the instructions to revisit, or None."""
-    b = None
-    for r in RULES.get(inst.opcode, ()):
-        # Most rules decline without building: reuse the builder while it is untouched.
-        if b is None or b.created or b.after is not None or b.before is not inst:
-            b = rctx.b = Builder(rctx.comp, before=inst)
-        result = r.fn(inst, rctx)
+def apply_rules(inst: Instruction, rctx: RuleContext, fns=None):
+    """Try inst's rules in order; return the instructions to revisit, or None. `fns`:
+    RULE_FNS[inst.opcode], (rule, function) pairs."""
+    rctx.inst = inst
+    rctx._b = None
+    for r, fn in (RULE_FNS.get(inst.opcode, ()) if fns is None else fns):
+        result = fn(inst, rctx)
+        b = rctx._b
         if result is None or result is False:
-            for c in reversed(b.created):       # a rule that gave up mid-way
-                remove_instruction_and_unused_operands(c)
+            if b is not None:
+                # A rule that gave up mid-way: undo what it built. The builder is
+                # reused while untouched.
+                if b.created or b.after is not None or b.before is not inst:
+                    for c in reversed(b.created):
+                        remove_instruction_and_unused_operands(c)
+                    rctx._b = None
             continue
+        created = list(b.created) if b is not None else []
         if result is True:
-            touched = list(b.created) + [inst] + list(inst.users)
-            return touched
+            return created + [inst] + list(inst.users)
         if not isinstance(result, Instruction):
             raise PassError(f"algsimp rule '{r.doc}' returned {result!r}")
         if not result.shape.compatible(inst.shape):
@@ -123,7 +149,7 @@ def apply_rules(inst: Instruction, rctx: RuleContext):
                             f"{inst.shape} -> {result.shape}")
         users = list(inst.users)
         replace_instruction(inst, result)
-        return list(b.created) + [result] + users
+        return created + [result] + users
     return None
 
 
