@@ -19,6 +19,15 @@ count, so the bits do not depend on it. Groups need >= 2 members moving >= MIN_B
 together (smaller data stays in cache anyway), rows of at most ROW_BYTES, every member
 after the first reading an earlier one, no member writing a buffer another member reads
 from outside the group, and no in-place dynamic-update-slice or kernel-emitter member.
+
+Where the output is larger than the caches keep between calls (HOST_BYTES), an internal
+member read only element for element by a later member of the same shape that writes
+memory (softmax's e, read by e / sum(e)) is kept in that member's output row instead of
+the stack ("hosted"); the later member then updates its row in place. The output's lines
+are then first written (and so fetched from memory) in the compute-heavy loop (exp)
+rather than in the short last one, where the stores' misses stalled it. The values
+stored and read are the same, so are the results; a row the row divide redoes computes
+the hosted member's row again first.
 """
 from __future__ import annotations
 
@@ -42,6 +51,7 @@ from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
 ROW_BYTES = 256 << 10       # a member's row (result or operand) above this: no gain, no group
 SCRATCH_BYTES = 128 << 10   # per-row scratch on the stack, all internal members together
 MIN_BYTES = 1 << 20         # a smaller group's data stays in cache anyway: kernels as they are
+HOST_BYTES = 8 << 20        # an output this large comes from memory: it may host a member's row
 FAST_DIVIDE = True          # f32 divides by a per-row divisor: hloc.backend.row_divide
 ANY = "any"                 # an operand read at positions the analysis does not follow
 
@@ -52,6 +62,7 @@ class Group:
     rows: int
     nwg: int = 1
     internal: set = field(default_factory=set)     # ids of members kept in row scratch
+    hosts: dict = field(default_factory=dict)      # id(internal member) -> member whose row holds it
 
 
 def _row_dim(shape) -> int:
@@ -224,9 +235,50 @@ def _finish(members, comp) -> Group:
         if inside and scratch + size <= SCRATCH_BYTES:
             g.internal.add(id(m))
             scratch += size
+    for k, m in enumerate(members):
+        if id(m) in g.internal:
+            host = next((h for h in members[k + 1:] if _can_host(h, m, members, g)), None)
+            if host is not None:
+                g.hosts[id(m)] = host
     work = sum(kernel_work(m) for m in members)
     g.nwg = 1 if work < parallel.MIN_WORK else max(1, min(rows, parallel.MAX_GROUPS, work // parallel.CHUNK))
     return g
+
+
+def _can_host(h, m, members, g) -> bool:
+    """Member `h` (written to memory) can keep internal member `m`'s row in its own: same
+    shape and layout, large, reads m only at the element it computes, hosts no other, and
+    no member after h reads m (h overwrites it)."""
+    if id(h) in g.internal or h in g.hosts.values() or not any(o is m for o in h.operands) \
+            or not (h.shape.compatible(m.shape) and minor_to_major(h.shape) == minor_to_major(m.shape)) \
+            or h.shape.size * itemsize(h.shape.dtype) < HOST_BYTES:
+        return False
+    after = members[members.index(h) + 1:]
+    return not any(o is m for u in after for o in u.operands) and _reads_at_index(h, m)
+
+
+def _reads_at_index(inst, m) -> bool:
+    """Every read by `inst` of its operand `m` is at the index of the element computed:
+    through elementwise ops on operands of the result's dimensions only."""
+    from ..ops.base import ELEMENTWISE
+    if inst.opcode != "fusion":
+        return ELEMENTWISE in inst.opdef.traits and m.shape.same_dims(inst.shape)
+    comp = inst.attrs["calls"]
+    want = {k for k, o in enumerate(inst.operands) if o is m}
+    stack, seen = [(comp.root, True)], set()
+    while stack:
+        i, same = stack.pop()
+        if (id(i), same) in seen:
+            continue
+        seen.add((id(i), same))
+        if i.opcode == "parameter":
+            if i.parameter_number in want and not same:
+                return False
+            continue
+        keep = same and ELEMENTWISE in i.opdef.traits
+        stack.extend((o, keep and not o.shape.is_tuple and o.shape.same_dims(i.shape))
+                     for o in i.operands)
+    return comp.root.shape.same_dims(inst.shape)
 
 
 # -- emission
@@ -273,7 +325,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     members = {id(m) for m in group.members}
     scratch = {}
     for m in group.members:
-        if id(m) in group.internal:
+        if id(m) in group.internal and id(m) not in group.hosts:
             n = max(_row_bytes(m.shape, rows), 1)
             scratch[id(m)] = _alloca(kb, n, f"{m.name}.row")
     lo = b.udiv(b.mul(i64(rows), wg), nwg, name="wg.lo")
@@ -282,6 +334,11 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
                 if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
     with for_range(b, lo, hi, name="row") as r:
+        for mid, h in group.hosts.items():       # row r of the host's buffer
+            per_row = h.shape.size // rows
+            scratch[mid] = b.gep(ptr_of[id(leaves(h)[0])], [b.mul(r, i64(per_row), flags=("nsw", "nuw"))],
+                                 source_etype=storage_type(h.shape.dtype), inbounds=True)
+        loops = {}                               # id(member) -> (readers, target): to redo
         for k, m in enumerate(group.members):
             if k in absorbed:
                 continue
@@ -297,6 +354,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 target = (scratch[id(m)], True)
             else:
                 target = (ptr_of[id(leaves(m)[0])], False)
+            loops[id(m)] = (readers, target)
             kb.row_divide = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE else None
             total = None
             if k + 1 in absorbed:          # the next member, this row's sum, in the same loop
@@ -309,6 +367,12 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
             rd, kb.row_divide = kb.row_divide, None
             if rd is not None and rd.used:        # a quotient outside the proven range
                 with b.if_then(rd.redo(kb)):
+                    for mid, h in group.hosts.items():
+                        if h is m:                   # m's row was overwritten: computed again
+                            g = next(x for x in group.members if id(x) == mid)
+                            kb.cache.clear()
+                            _row_loop(kb, g.shape, rows, r, _generator(kb, g, loops[mid][0], envs),
+                                      loops[mid][1])
                     kb.cache.clear()
                     if total is not None:
                         total.reset()
