@@ -51,7 +51,7 @@ from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
 ROW_BYTES = 256 << 10       # a member's row (result or operand) above this: no gain, no group
 SCRATCH_BYTES = 128 << 10   # per-row scratch on the stack, all internal members together
 MIN_BYTES = 1 << 20         # a smaller group's data stays in cache anyway: kernels as they are
-HOST_BYTES = 8 << 20        # an output this large comes from memory: it may host a member's row
+HOST_BYTES = 16 << 20       # an output this large (and its inputs) outgrows a 32 MiB L3: may host a row
 FAST_DIVIDE = True          # f32 divides by a per-row divisor: hloc.backend.row_divide
 ANY = "any"                 # an operand read at positions the analysis does not follow
 
