@@ -46,7 +46,7 @@ from .registry import ELEMENTAL
 from .row_divide import RowDivide
 from .registry import emitter as emitter_of
 from .structural import reader
-from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
+from .types import I1, I8, itemsize, load_elem, opaque, storage_type, store_elem
 
 ROW_BYTES = 256 << 10       # a member's row (result or operand) above this: no gain, no group
 SCRATCH_BYTES = 128 << 10   # per-row scratch on the stack, all internal members together
@@ -338,10 +338,12 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
             per_row = h.shape.size // rows
             scratch[mid] = b.gep(ptr_of[id(leaves(h)[0])], [b.mul(r, i64(per_row), flags=("nsw", "nuw"))],
                                  source_etype=storage_type(h.shape.dtype), inbounds=True)
-        loops = {}                               # id(member) -> (readers, target): to redo
+        again = {}      # id(host) -> (block where its hosted member's loop starts, pass flag)
         for k, m in enumerate(group.members):
             if k in absorbed:
                 continue
+            if id(m) in group.hosts:
+                again[id(group.hosts[id(m)])] = _second_pass(kb, m)
             kb.cache.clear()
             readers = []
             for o in m.operands:
@@ -354,36 +356,72 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 target = (scratch[id(m)], True)
             else:
                 target = (ptr_of[id(leaves(m)[0])], False)
-            loops[id(m)] = (readers, target)
-            kb.row_divide = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE else None
             total = None
             if k + 1 in absorbed:          # the next member, this row's sum, in the same loop
                 s_inst = group.members[k + 1]
                 init = reader(lambda: kb, s_inst.operands[1].shape,
                               (lambda p=ptr_of[id(leaves(s_inst.operands[1])[0])]: p))
                 total = _RowSum(kb, init(Index(b, s_inst.operands[1].shape, multi=[])))
-            _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
-                      None if total is None else total.add)
-            rd, kb.row_divide = kb.row_divide, None
-            if rd is not None and rd.used:        # a quotient outside the proven range
-                with b.if_then(rd.redo(kb)):
-                    for mid, h in group.hosts.items():
-                        if h is m:                   # m's row was overwritten: computed again
-                            g = next(x for x in group.members if id(x) == mid)
-                            kb.cache.clear()
-                            _row_loop(kb, g.shape, rows, r, _generator(kb, g, loops[mid][0], envs),
-                                      loops[mid][1])
-                    kb.cache.clear()
-                    if total is not None:
-                        total.reset()
-                    _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
-                              None if total is None else total.add)
+            fast = mcx.options.xla and FAST_DIVIDE
+
+            def row_loop(exact: bool):
+                kb.cache.clear()
+                kb.row_divide = None if exact or not fast else RowDivide(kb, r, members)
+                if exact and total is not None:
+                    total.reset()
+                _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
+                          None if total is None else total.add)
+                rd, kb.row_divide = kb.row_divide, None
+                return rd if rd is not None and rd.used else None
+            if id(m) in again and fast:
+                _divide_after_second_pass(kb, row_loop, *again[id(m)])
+            else:
+                rd = row_loop(False)
+                if rd is not None:          # a quotient outside the proven range
+                    with b.if_then(rd.redo(kb)):
+                        row_loop(True)
             if total is not None:
                 s_ptr = scratch[id(s_inst)] if id(s_inst) in scratch else \
                     b.gep(ptr_of[id(leaves(s_inst)[0])], [r], source_etype=storage_type(s_inst.shape.dtype))
                 store_elem(b, s_inst.shape.dtype, total.value(), s_ptr)
     b.ret_void()
     return fn
+
+
+def _second_pass(kb, m):
+    """Before hosted member `m`'s loop: a block the row can come back to (pass flag set)
+    when its host's row divide must redo the row, since the host overwrote m's row."""
+    b = kb.b
+    flag = kb.alloca_entry(I1, name=f"{m.name}.again")
+    b.store(ir.Constant(I1, 0), flag)
+    start = b.append_basic_block(f"{m.name}.pass")
+    b.branch(start)
+    b.position_at_end(start)
+    return start, flag
+
+
+def _divide_after_second_pass(kb, row_loop, start, flag):
+    """A host's loop with row divides: the fast loop on the first pass; where its row
+    must be redone, back to `start` (the hosted member's row computed again, once) and
+    then the exact loop. Each loop is emitted once."""
+    b = kb.b
+    fast_bb, exact_bb, join = (b.append_basic_block(n) for n in ("host.fast", "host.exact", "host.join"))
+    b.cbranch(b.load(flag, typ=I1), exact_bb, fast_bb)
+    b.position_at_end(fast_bb)
+    rd = row_loop(False)
+    if rd is None:
+        b.branch(join)
+    else:
+        back = b.append_basic_block("host.redo")
+        b.cbranch(rd.redo(kb), back, join)
+        b.position_at_end(back)
+        b.store(ir.Constant(I1, 1), flag)
+        b.branch(start)
+    b.position_at_end(exact_bb)
+    if rd is not None:
+        row_loop(True)
+    b.branch(join)
+    b.position_at_end(join)
 
 
 def _row_sum_of(s, m, rows: int) -> bool:
