@@ -124,8 +124,11 @@ def test_group_bits_equal_separate_kernels(text, numerics, monkeypatch, tmp_path
     np.testing.assert_array_equal(grouped, separate)
 
 
+@pytest.mark.parametrize("hosted", [False, True], ids=["stack-rows", "hosted-rows"])
 @pytest.mark.parametrize("text", [SOFTMAX, LAYERNORM], ids=["softmax", "layernorm"])
-def test_bits_do_not_depend_on_threads_or_split(text, monkeypatch, tmp_path):
+def test_bits_do_not_depend_on_threads_or_split(text, hosted, monkeypatch, tmp_path):
+    if hosted:
+        monkeypatch.setattr(row_groups, "HOST_BYTES", 0)
     module = _prepared(text)
     x = _x(module)
     whole = compile_module(module, threads=1, cache_dir=tmp_path / "a").run([x]).tobytes()
