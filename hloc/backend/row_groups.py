@@ -20,14 +20,7 @@ together (smaller data stays in cache anyway), rows of at most ROW_BYTES, every 
 after the first reading an earlier one, no member writing a buffer another member reads
 from outside the group, and no in-place dynamic-update-slice or kernel-emitter member.
 
-Where the output is larger than the caches keep between calls (HOST_BYTES), an internal
-member read only element for element by a later member of the same shape that writes
-memory (softmax's e, read by e / sum(e)) is kept in that member's output row instead of
-the stack ("hosted"); the later member then updates its row in place. The output's lines
-are then first written (and so fetched from memory) in the compute-heavy loop (exp)
-rather than in the short last one, where the stores' misses stalled it. The values
-stored and read are the same, so are the results; a row the row divide redoes computes
-the hosted member's row again first.
+A large output may keep an internal member's row in its own (hloc.backend.row_hosts).
 """
 from __future__ import annotations
 
@@ -40,18 +33,17 @@ from .context import KernelBuilder, ptr_arg
 from .kernels import KERNEL_TYPE, _fusion_env
 from .inplace import dus_base
 from .loops import Index, at_entry, for_range, i64, minor_to_major
-from . import parallel
+from . import parallel, row_hosts
 from .parallel import kernel_work
 from .registry import ELEMENTAL
 from .row_divide import RowDivide
 from .registry import emitter as emitter_of
 from .structural import reader
-from .types import I1, I8, itemsize, load_elem, opaque, storage_type, store_elem
+from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
 
 ROW_BYTES = 256 << 10       # a member's row (result or operand) above this: no gain, no group
 SCRATCH_BYTES = 128 << 10   # per-row scratch on the stack, all internal members together
 MIN_BYTES = 1 << 20         # a smaller group's data stays in cache anyway: kernels as they are
-HOST_BYTES = 16 << 20       # an output this large (and its inputs) outgrows a 32 MiB L3: may host a row
 FAST_DIVIDE = True          # f32 divides by a per-row divisor: hloc.backend.row_divide
 ANY = "any"                 # an operand read at positions the analysis does not follow
 
@@ -235,50 +227,10 @@ def _finish(members, comp) -> Group:
         if inside and scratch + size <= SCRATCH_BYTES:
             g.internal.add(id(m))
             scratch += size
-    for k, m in enumerate(members):
-        if id(m) in g.internal:
-            host = next((h for h in members[k + 1:] if _can_host(h, m, members, g)), None)
-            if host is not None:
-                g.hosts[id(m)] = host
+    g.hosts = row_hosts.plan(g.members, g.internal)
     work = sum(kernel_work(m) for m in members)
     g.nwg = 1 if work < parallel.MIN_WORK else max(1, min(rows, parallel.MAX_GROUPS, work // parallel.CHUNK))
     return g
-
-
-def _can_host(h, m, members, g) -> bool:
-    """Member `h` (written to memory) can keep internal member `m`'s row in its own: same
-    shape and layout, large, reads m only at the element it computes, hosts no other, and
-    no member after h reads m (h overwrites it)."""
-    if id(h) in g.internal or h in g.hosts.values() or not any(o is m for o in h.operands) \
-            or not (h.shape.compatible(m.shape) and minor_to_major(h.shape) == minor_to_major(m.shape)) \
-            or h.shape.size * itemsize(h.shape.dtype) < HOST_BYTES:
-        return False
-    after = members[members.index(h) + 1:]
-    return not any(o is m for u in after for o in u.operands) and _reads_at_index(h, m)
-
-
-def _reads_at_index(inst, m) -> bool:
-    """Every read by `inst` of its operand `m` is at the index of the element computed:
-    through elementwise ops on operands of the result's dimensions only."""
-    from ..ops.base import ELEMENTWISE
-    if inst.opcode != "fusion":
-        return ELEMENTWISE in inst.opdef.traits and m.shape.same_dims(inst.shape)
-    comp = inst.attrs["calls"]
-    want = {k for k, o in enumerate(inst.operands) if o is m}
-    stack, seen = [(comp.root, True)], set()
-    while stack:
-        i, same = stack.pop()
-        if (id(i), same) in seen:
-            continue
-        seen.add((id(i), same))
-        if i.opcode == "parameter":
-            if i.parameter_number in want and not same:
-                return False
-            continue
-        keep = same and ELEMENTWISE in i.opdef.traits
-        stack.extend((o, keep and not o.shape.is_tuple and o.shape.same_dims(i.shape))
-                     for o in i.operands)
-    return comp.root.shape.same_dims(inst.shape)
 
 
 # -- emission
@@ -343,7 +295,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
             if k in absorbed:
                 continue
             if id(m) in group.hosts:
-                again[id(group.hosts[id(m)])] = _second_pass(kb, m)
+                again[id(group.hosts[id(m)])] = row_hosts.second_pass(kb, m)
             kb.cache.clear()
             readers = []
             for o in m.operands:
@@ -374,7 +326,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 rd, kb.row_divide = kb.row_divide, None
                 return rd if rd is not None and rd.used else None
             if id(m) in again and fast:
-                _divide_after_second_pass(kb, row_loop, *again[id(m)])
+                row_hosts.divide_after_second_pass(kb, row_loop, *again[id(m)])
             else:
                 rd = row_loop(False)
                 if rd is not None:          # a quotient outside the proven range
@@ -386,42 +338,6 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 store_elem(b, s_inst.shape.dtype, total.value(), s_ptr)
     b.ret_void()
     return fn
-
-
-def _second_pass(kb, m):
-    """Before hosted member `m`'s loop: a block the row can come back to (pass flag set)
-    when its host's row divide must redo the row, since the host overwrote m's row."""
-    b = kb.b
-    flag = kb.alloca_entry(I1, name=f"{m.name}.again")
-    b.store(ir.Constant(I1, 0), flag)
-    start = b.append_basic_block(f"{m.name}.pass")
-    b.branch(start)
-    b.position_at_end(start)
-    return start, flag
-
-
-def _divide_after_second_pass(kb, row_loop, start, flag):
-    """A host's loop with row divides: the fast loop on the first pass; where its row
-    must be redone, back to `start` (the hosted member's row computed again, once) and
-    then the exact loop. Each loop is emitted once."""
-    b = kb.b
-    fast_bb, exact_bb, join = (b.append_basic_block(n) for n in ("host.fast", "host.exact", "host.join"))
-    b.cbranch(b.load(flag, typ=I1), exact_bb, fast_bb)
-    b.position_at_end(fast_bb)
-    rd = row_loop(False)
-    if rd is None:
-        b.branch(join)
-    else:
-        back = b.append_basic_block("host.redo")
-        b.cbranch(rd.redo(kb), back, join)
-        b.position_at_end(back)
-        b.store(ir.Constant(I1, 1), flag)
-        b.branch(start)
-    b.position_at_end(exact_bb)
-    if rd is not None:
-        row_loop(True)
-    b.branch(join)
-    b.position_at_end(join)
 
 
 def _row_sum_of(s, m, rows: int) -> bool:
