@@ -308,24 +308,27 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 target = (scratch[id(m)], True)
             else:
                 target = (ptr_of[id(leaves(m)[0])], False)
+            fast = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE else None
             total = None
             if k + 1 in absorbed:          # the next member, this row's sum, in the same loop
                 s_inst = group.members[k + 1]
                 init = reader(lambda: kb, s_inst.operands[1].shape,
                               (lambda p=ptr_of[id(leaves(s_inst.operands[1])[0])]: p))
                 total = _RowSum(kb, init(Index(b, s_inst.operands[1].shape, multi=[])))
-            fast = mcx.options.xla and FAST_DIVIDE
 
             def row_loop(exact: bool):
-                kb.cache.clear()
-                kb.row_divide = None if exact or not fast else RowDivide(kb, r, members)
-                if exact and total is not None:
-                    total.reset()
+                """m's row loop: with the row divide (returned if its fast form was used)
+                or, `exact`, with true divisions (the row sum beside it started again)."""
+                if exact:
+                    kb.cache.clear()
+                    if total is not None:
+                        total.reset()
+                kb.row_divide = None if exact else fast
                 _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
                           None if total is None else total.add)
                 rd, kb.row_divide = kb.row_divide, None
                 return rd if rd is not None and rd.used else None
-            if id(m) in again and fast:
+            if id(m) in again and fast is not None:
                 row_hosts.divide_after_second_pass(kb, row_loop, *again[id(m)])
             else:
                 rd = row_loop(False)
