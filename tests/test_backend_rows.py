@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hloc
-from hloc.backend import buffers, compile_module, emit_llvm, parallel, row_divide, row_groups
+from hloc.backend import buffers, compile_module, emit_llvm, parallel, row_divide, row_groups, row_hosts
 from hloc.backend.expand import for_codegen
 from hloc.cli_backend import prepare_for_cpu
 from hloc.compare import ErrorSpec, near
@@ -124,8 +124,11 @@ def test_group_bits_equal_separate_kernels(text, numerics, monkeypatch, tmp_path
     np.testing.assert_array_equal(grouped, separate)
 
 
+@pytest.mark.parametrize("hosted", [False, True], ids=["stack-rows", "hosted-rows"])
 @pytest.mark.parametrize("text", [SOFTMAX, LAYERNORM], ids=["softmax", "layernorm"])
-def test_bits_do_not_depend_on_threads_or_split(text, monkeypatch, tmp_path):
+def test_bits_do_not_depend_on_threads_or_split(text, hosted, monkeypatch, tmp_path):
+    if hosted:
+        monkeypatch.setattr(row_hosts, "HOST_BYTES", 0)
     module = _prepared(text)
     x = _x(module)
     whole = compile_module(module, threads=1, cache_dir=tmp_path / "a").run([x]).tobytes()
@@ -407,3 +410,53 @@ ENTRY e {""")
     true = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "b").run(args)
     for f, t in zip(fast, true):
         _same_bits(t, f)
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "unfused"])
+@pytest.mark.parametrize("numerics", ["ieee", "xla-cpu"])
+def test_hosted_row_gives_the_same_bits(fused, numerics, monkeypatch, tmp_path):
+    """A large output keeps softmax's e in its own row (row_hosts.HOST_BYTES), the divide
+    then runs in place: the same bits as with e in a stack row, rows the row divide redoes
+    (NaN, -inf rows, numerators below its range) included."""
+    module = _prepared(SOFTMAX) if fused else hloc.parse(SOFTMAX)
+    x = _x(module)
+    x[9, :] = np.linspace(-100, 0, x.shape[1])    # e from 2^-144 to 1: the redo's lower end
+    kept = compile_module(module, numerics=numerics, cache_dir=tmp_path / "a").run([x])
+    assert not _groups(module)[0].hosts
+    monkeypatch.setattr(row_hosts, "HOST_BYTES", 0)
+    (group,) = _groups(module)
+    e = [m for m in group.members if m.opcode == "exponential" or "exponential" in m.name]
+    assert {id(e[0]): group.members[-1]} == group.hosts
+    hosted = compile_module(module, numerics=numerics, cache_dir=tmp_path / "b").run([x])
+    _same_bits(kept, hosted)
+
+
+_NOT_AT_INDEX = f"""HloModule m
+{_REDUCERS}
+scaled {{
+  p0 = f32[64,4096] parameter(0)
+  z = f32[] constant(0)
+  t = f32[64] reduce(p0, z), dimensions={{1}}, to_apply=add_f
+  b = f32[64,4096] broadcast(t), dimensions={{0}}
+  ROOT d = f32[64,4096] multiply(p0, b)
+}}
+ENTRY e {{
+  x = f32[64,4096] parameter(0)
+  ex = f32[64,4096] exponential(x)
+  ROOT f = f32[64,4096] fusion(ex), kind=kLoop, calls=scaled
+}}
+"""
+
+
+def test_member_read_at_other_elements_is_not_hosted(monkeypatch, tmp_path):
+    """A member that reads e also at other elements of its row (its sum) would read
+    what it has already overwritten: e stays in its stack row."""
+    monkeypatch.setattr(row_hosts, "HOST_BYTES", 0)
+    module = hloc.parse(_NOT_AT_INDEX)
+    (group,) = _groups(module)
+    assert [m.name for m in group.members] == ["ex", "f"] and not group.hosts
+    assert row_hosts.reads_at_index(group.members[-1], group.members[0]) is False
+    x = np.random.default_rng(4).standard_normal((64, 4096)).astype(np.float32)
+    ref = run_module(module, [x]).value
+    got = np.asarray(compile_module(module, numerics="ieee", cache_dir=tmp_path).run([x]))
+    np.testing.assert_array_equal(got, ref)

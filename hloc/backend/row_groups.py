@@ -19,6 +19,8 @@ count, so the bits do not depend on it. Groups need >= 2 members moving >= MIN_B
 together (smaller data stays in cache anyway), rows of at most ROW_BYTES, every member
 after the first reading an earlier one, no member writing a buffer another member reads
 from outside the group, and no in-place dynamic-update-slice or kernel-emitter member.
+
+A large output may keep an internal member's row in its own (hloc.backend.row_hosts).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from .context import KernelBuilder, ptr_arg
 from .kernels import KERNEL_TYPE, _fusion_env
 from .inplace import dus_base
 from .loops import Index, at_entry, for_range, i64, minor_to_major
-from . import parallel
+from . import parallel, row_hosts
 from .parallel import kernel_work
 from .registry import ELEMENTAL
 from .row_divide import RowDivide
@@ -52,6 +54,7 @@ class Group:
     rows: int
     nwg: int = 1
     internal: set = field(default_factory=set)     # ids of members kept in row scratch
+    hosts: dict = field(default_factory=dict)      # id(internal member) -> member whose row holds it
 
 
 def _row_dim(shape) -> int:
@@ -224,6 +227,7 @@ def _finish(members, comp) -> Group:
         if inside and scratch + size <= SCRATCH_BYTES:
             g.internal.add(id(m))
             scratch += size
+    g.hosts = row_hosts.plan(g.members, g.internal)
     work = sum(kernel_work(m) for m in members)
     g.nwg = 1 if work < parallel.MIN_WORK else max(1, min(rows, parallel.MAX_GROUPS, work // parallel.CHUNK))
     return g
@@ -273,7 +277,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     members = {id(m) for m in group.members}
     scratch = {}
     for m in group.members:
-        if id(m) in group.internal:
+        if id(m) in group.internal and id(m) not in group.hosts:
             n = max(_row_bytes(m.shape, rows), 1)
             scratch[id(m)] = _alloca(kb, n, f"{m.name}.row")
     lo = b.udiv(b.mul(i64(rows), wg), nwg, name="wg.lo")
@@ -282,9 +286,16 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
                 if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
     with for_range(b, lo, hi, name="row") as r:
+        for mid, h in group.hosts.items():       # row r of the host's buffer
+            per_row = h.shape.size // rows
+            scratch[mid] = b.gep(ptr_of[id(leaves(h)[0])], [b.mul(r, i64(per_row), flags=("nsw", "nuw"))],
+                                 source_etype=storage_type(h.shape.dtype), inbounds=True)
+        again = {}      # id(host) -> (block where its hosted member's loop starts, pass flag)
         for k, m in enumerate(group.members):
             if k in absorbed:
                 continue
+            if id(m) in group.hosts:
+                again[id(group.hosts[id(m)])] = row_hosts.second_pass(kb, m)
             kb.cache.clear()
             readers = []
             for o in m.operands:
@@ -297,23 +308,33 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 target = (scratch[id(m)], True)
             else:
                 target = (ptr_of[id(leaves(m)[0])], False)
-            kb.row_divide = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE else None
+            fast = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE else None
             total = None
             if k + 1 in absorbed:          # the next member, this row's sum, in the same loop
                 s_inst = group.members[k + 1]
                 init = reader(lambda: kb, s_inst.operands[1].shape,
                               (lambda p=ptr_of[id(leaves(s_inst.operands[1])[0])]: p))
                 total = _RowSum(kb, init(Index(b, s_inst.operands[1].shape, multi=[])))
-            _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
-                      None if total is None else total.add)
-            rd, kb.row_divide = kb.row_divide, None
-            if rd is not None and rd.used:        # a quotient outside the proven range
-                with b.if_then(rd.redo(kb)):
+
+            def row_loop(exact: bool):
+                """m's row loop: with the row divide (returned if its fast form was used)
+                or, `exact`, with true divisions (the row sum beside it started again)."""
+                if exact:
                     kb.cache.clear()
                     if total is not None:
                         total.reset()
-                    _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
-                              None if total is None else total.add)
+                kb.row_divide = None if exact else fast
+                _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
+                          None if total is None else total.add)
+                rd, kb.row_divide = kb.row_divide, None
+                return rd if rd is not None and rd.used else None
+            if id(m) in again and fast is not None:
+                row_hosts.divide_after_second_pass(kb, row_loop, *again[id(m)])
+            else:
+                rd = row_loop(False)
+                if rd is not None:          # a quotient outside the proven range
+                    with b.if_then(rd.redo(kb)):
+                        row_loop(True)
             if total is not None:
                 s_ptr = scratch[id(s_inst)] if id(s_inst) in scratch else \
                     b.gep(ptr_of[id(leaves(s_inst)[0])], [r], source_etype=storage_type(s_inst.shape.dtype))
