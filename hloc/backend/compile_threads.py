@@ -59,18 +59,20 @@ class Stats:
 def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=None,
                 slp: bool = True) -> bytes:
     """Object code of one module: parse, verify, optimise at `opt_level` (SLP per `slp`),
-    emit with a fresh target machine from `make_tm()`."""
+    emit with the target machine `make_tm()` (called once, for both: a target machine
+    serves one thread for many modules, one after another)."""
     stats = stats or Stats()
+    tm = make_tm()
     t = time.perf_counter()
     if not unlocked:
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
         t = stats.add("parse", t)
         if opt_level > 0:
-            pb = pass_builder(make_tm(), opt_level, slp)
+            pb = pass_builder(tm, opt_level, slp)
             pb.getModulePassManager().run(mod, pb)
         t = stats.add("optimise", t)
-        obj = make_tm().emit_object(mod)
+        obj = tm.emit_object(mod)
         stats.add("codegen", t)
         return obj
     ctx = llvm.create_context()
@@ -85,10 +87,9 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
                 raise RuntimeError(str(err))
         t = stats.add("parse", t)
         if opt_level > 0:
-            pb = pass_builder(make_tm(), opt_level, slp)
+            pb = pass_builder(tm, opt_level, slp)
             _RUN(pb.getModulePassManager(), mod, pb)
         t = stats.add("optimise", t)
-        tm = make_tm()
         with ffi.OutputString() as err:
             buf = _EMIT(tm, mod, 1, err)
             if not buf:
@@ -106,25 +107,29 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
 def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
                 stats: Stats | None = None, slp: list[bool] | None = None) -> list[bytes]:
     """The objects of `texts`, in order, compiled on up to `threads` threads (largest
-    first, each thread taking the next when done; `slp`: per text, SLP on or off, default
-    on). Objects do not depend on `threads`."""
+    first, each thread taking the next when done, with one target machine per thread;
+    `slp`: per text, SLP on or off, default on). Objects do not depend on `threads`."""
     slp = list(slp) if slp is not None else [True] * len(texts)
     threads = max(1, min(threads, len(texts)))
     if threads == 1 or not available():
-        return [compile_one(t, make_tm, opt_level, False, stats, s) for t, s in zip(texts, slp)]
+        tm = make_tm()
+        return [compile_one(t, lambda: tm, opt_level, False, stats, s) for t, s in zip(texts, slp)]
     order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
     out: list = [None] * len(texts)
     errors: list[BaseException] = []
     lock = threading.Lock()
 
     def work():
+        tm = None
         while True:
             with lock:
                 if not order or errors:
                     return
                 k = order.pop(0)
             try:
-                out[k] = compile_one(texts[k], make_tm, opt_level, True, stats, slp[k])
+                if tm is None:
+                    tm = make_tm()
+                out[k] = compile_one(texts[k], lambda: tm, opt_level, True, stats, slp[k])
             except BaseException as e:      # re-raised in the caller's thread
                 with lock:
                     errors.append(e)
