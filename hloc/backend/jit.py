@@ -58,6 +58,7 @@ def host():
         # Full unrolling of constant-trip loops is most of O3's time on kernel-heavy
         # modules (BERT step: 17 s at LLVM's 300, 14 s at 100, same run time); process-wide.
         llvm.set_option("", f"-unroll-threshold={UNROLL_THRESHOLD}")
+        compile_threads.set_options(compile_threads.DEFAULT_OPTIONS)
         triple = llvm.get_process_triple()
         _host = (llvm.Target.from_triple(triple), llvm.get_host_cpu_name(),
                  llvm.get_host_cpu_features().flatten(), triple)
@@ -72,10 +73,13 @@ def target_machine(opt: int = 3):
 class Lowered:
     """The LLVM module of one HLO module and what the runtime needs to call it."""
 
-    def __init__(self, ir_text: str, arena: int, entry_comp, sites=(), parts=None, slp=None):
+    def __init__(self, ir_text: str, arena: int, entry_comp, sites=(), parts=None, slp=None,
+                 brief=None):
         self.ir_text = ir_text
         self.parts = list(parts) if parts else [ir_text]    # what compiles, one object each
         self.slp = list(slp) if slp is not None else [True] * len(self.parts)   # per part
+        # per part: every loop in it runs briefly (compile_threads.BRIEF_OPTIONS)
+        self.brief = list(brief) if brief is not None else [False] * len(self.parts)
         self.arena = arena
         self.entry_comp = entry_comp
         self.sites = list(sites)         # profiled kernel sites (hloc.backend.profile)
@@ -115,8 +119,12 @@ def lower(module, options: Options, share_kernels: bool = True) -> Lowered:
     sites = mcx.profiler.sites if mcx.profiler is not None else []
     sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=(ENTRY,))
     large = {f.name for f in fns.fns.values() if fns.weight(f) > SLP_MAX_INSTRUCTIONS}
+    # Parts whose functions all run their loops briefly (optnone ones are left alone by
+    # the passes concerned; the entry wrapper has no loop) compile the cheaper way.
+    brief = {n for n, b in fns.brief.items() if b} | {ENTRY}
+    brief |= {f.name for f in mcx.module.functions if "optnone" in f.attributes}
     lowered = Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts,
-                      [not (m & large) for m in sp.members])
+                      [not (m & large) for m in sp.members], [m <= brief for m in sp.members])
     lowered.kernels_merged = fns.kernels.merged if fns.kernels is not None else 0
     inplace = fns.plans[id(module.entry)].inplace
     # (out leaf, param leaf, kind, whether the output lives in the parameter's buffer)
@@ -130,7 +138,8 @@ def optimize(ir_text: str, options: Options):
     mod.verify()
     if options.opt_level > 0:
         pb = compile_threads.pass_builder(target_machine(options.opt_level), options.opt_level)
-        pb.getModulePassManager().run(mod, pb)
+        with compile_threads.OPTIONS_LOCK:          # hloc's default LLVM options
+            pb.getModulePassManager().run(mod, pb)
     return mod
 
 
@@ -194,7 +203,8 @@ def compile_objects(lowered: Lowered, options: Options, threads: int | None = No
     `stats` (compile_threads.Stats) collects seconds per LLVM phase."""
     threads = compile_threads_default() if threads is None else threads
     objs = compile_threads.compile_all(lowered.parts, lambda: target_machine(options.opt_level),
-                                       options.opt_level, threads, stats, lowered.slp)
+                                       options.opt_level, threads, stats, lowered.slp,
+                                       lowered.brief)
     runtime.check_objects(objs)
     return objs
 
