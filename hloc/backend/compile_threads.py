@@ -13,7 +13,8 @@ llvmlite lacks that handle (another version), parts compile one after another th
 the public API: same objects, no parallelism.
 
 A part whose loops all run briefly (hloc.backend.computation.Functions.brief: small
-kernels, no library loops) is compiled with BRIEF_OPTIONS: code generation without loop
+kernels, no library loops; hloc.backend.jit.lower marks every part of a module or none)
+is compiled with BRIEF_OPTIONS: code generation without loop
 strength reduction. LSR rewrites only integer address arithmetic (results were
 bit-identical on every dump and benchmark module with it off in every part), it is a
 fifth of a kernel-heavy module's LLVM time (BERT step: 3.0 -> 2.4 s CPU) and half the code

@@ -136,12 +136,16 @@ def lower(module, options: Options, share_kernels: bool = True) -> Lowered:
     sites = mcx.profiler.sites if mcx.profiler is not None else []
     sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=(ENTRY,))
     large = {f.name for f in fns.fns.values() if fns.weight(f) > SLP_MAX_INSTRUCTIONS}
-    # Parts whose functions all run their loops briefly (optnone ones are left alone by
-    # the passes concerned; the entry wrapper has no loop) compile the cheaper way.
+    # A module whose functions all run their loops briefly (optnone ones are left alone by
+    # the passes concerned; the entry wrapper has no loop) compiles the cheaper way. All
+    # parts or none: brief and other parts compile in separate phases (the option is
+    # process-wide), which would leave a core idle (CNN step: 341 ms alone, then 95 and
+    # 141 ms side by side, against 341 beside 236 in one phase).
     brief = {n for n, b in fns.brief.items() if b} | {ENTRY}
     brief |= {f.name for f in mcx.module.functions if "optnone" in f.attributes}
+    every = all(m <= brief for m in sp.members)
     lowered = Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts,
-                      [not (m & large) for m in sp.members], [m <= brief for m in sp.members])
+                      [not (m & large) for m in sp.members], [every] * len(sp.parts))
     lowered.kernels_merged = fns.kernels.merged if fns.kernels is not None else 0
     inplace = fns.plans[id(module.entry)].inplace
     # (out leaf, param leaf, kind, whether the output lives in the parameter's buffer)
