@@ -4,7 +4,9 @@
                                                          [--llvm-threads N]
     PYTHONPATH=. /work/venv-jax/bin/python benchmarks/compile_time.py      # adds XLA:CPU
 
-For run.py's file cases (the MLP / BERT-like / CNN training steps and the two scans):
+For run.py's file cases (the MLP / BERT-like / CNN training steps and the two scans) and,
+with --small, its one-kernel cases (sum, x*x+2x+1, mean(relu^2), softmax, layernorm, matmul;
+their XLA:CPU compile is run.py's jit(...).lower(...).compile(), wall time only):
 HLO passes, LLVM IR generation, LLVM (optimise + codegen, the parts on threads where the
 tree has hloc.backend.compile_threads) and loading, each as wall / process-CPU ms (CPU
 sums every thread: on a loaded machine wall time mostly measures the load), best of
@@ -30,7 +32,7 @@ import hloc  # noqa: E402
 from hloc.backend import jit  # noqa: E402
 from hloc.backend.context import Options  # noqa: E402
 from hloc.cli_backend import prepare_for_cpu  # noqa: E402
-from run import FILE_CASES, _file_case, _xla_text  # noqa: E402
+from run import CASES, FILE_CASES, _file_case, _xla_text, _xla_time  # noqa: E402
 
 PHASES = ("HLO passes", "IR gen", "LLVM", "load")
 
@@ -63,25 +65,37 @@ def main(argv=None):
     ap.add_argument("cases", nargs="*")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--llvm-threads", type=int, default=None)
+    ap.add_argument("--small", action="store_true", help="also run.py's one-kernel cases")
     opts = ap.parse_args(argv)
     jit.host()
     print("ms, wall / CPU; hloc = sum of the phases' best; ratio = hloc wall / XLA wall")
     print("| case | " + " | ".join(PHASES) + " | hloc | XLA:CPU | hloc/XLA | parts | merged |")
     print("|---" * (len(PHASES) + 6) + "|")
-    for name, stem in FILE_CASES.items():
+    cases = [(name, stem, None) for name, stem in FILE_CASES.items()]
+    if opts.small:
+        cases += [(name, None, text) for name, (text, _, _) in CASES.items()]
+    for name, stem, small_text in cases:
         if opts.cases and not any(c in name for c in opts.cases):
             continue
-        text, ins, _ = _file_case(stem)
+        if small_text is None:
+            text, ins, _ = _file_case(stem)
+        else:
+            import numpy as np
+            text, ins = small_text, CASES[name][1](np.random.default_rng(0))
         best: dict = {}
         xla = (float("inf"), float("inf"))
         for _ in range(opts.repeat):
             _compile(text, name, best, opts.llvm_threads)
             t, c = time.perf_counter(), time.process_time()
-            if _xla_text(text, ins, 1)[0] is not None:
+            if small_text is not None:
+                compile_s = _xla_time(name, ins, 1)[1]
+                if compile_s is not None:
+                    xla = min(xla, (compile_s, float("nan")))
+            elif _xla_text(text, ins, 1)[0] is not None:
                 xla = min(xla, (time.perf_counter() - t, time.process_time() - c))
         wall = sum(best[k][0] for k in PHASES)
         cpu = sum(best[k][1] for k in PHASES)
-        fmt = lambda w, c: f"{w * 1e3:.0f} / {c * 1e3:.0f}"   # noqa: E731
+        fmt = lambda w, c: f"{w * 1e3:.0f} / " + ("-" if c != c else f"{c * 1e3:.0f}")   # noqa: E731
         have_xla = xla[0] != float("inf")
         print(f"| {name} | " + " | ".join(fmt(*best[k]) for k in PHASES) + f" | {fmt(wall, cpu)} | "
               + (f"{fmt(*xla)} | {wall / xla[0]:.2f}x |" if have_xla else "- | - |")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
-from ..backend import jit, runtime
+from ..backend import compile_threads, jit, runtime
 from ..backend.context import Options
 from ..diagnostics import InputError, UnsupportedError
 
@@ -63,12 +63,13 @@ class Target:
                 f.visibility = "hidden"
                 f.name = f"{prefix}.{f.name}"
         tm = self.machine(options.opt_level)
-        if options.opt_level > 0:           # the JIT's pipeline (hloc.backend.jit.optimize)
-            pto = llvm.PipelineTuningOptions(speed_level=options.opt_level)
-            pto.slp_vectorization = True
-            pb = llvm.PassBuilder(tm, pto)
-            pb.getModulePassManager().run(mod, pb)
-        return tm.emit_object(mod)
+        with compile_threads.OPTIONS_LOCK:  # hloc's default LLVM options, as in the JIT
+            if options.opt_level > 0:       # the JIT's pipeline (hloc.backend.jit.optimize)
+                pto = llvm.PipelineTuningOptions(speed_level=options.opt_level)
+                pto.slp_vectorization = True
+                pb = llvm.PassBuilder(tm, pto)
+                pb.getModulePassManager().run(mod, pb)
+            return tm.emit_object(mod)
 
 
 # What a self-contained library may leave to libc, libm and libpthread (and the TLS helper):

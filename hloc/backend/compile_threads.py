@@ -11,6 +11,21 @@ its own context, target machine and pass builder (both threads then ran in every
 sample). Everything else, short, still goes through the locked API. Where this
 llvmlite lacks that handle (another version), parts compile one after another through
 the public API: same objects, no parallelism.
+
+A part whose loops all run briefly (hloc.backend.computation.Functions.brief: small
+kernels, no library loops; hloc.backend.jit.lower marks every part of a module or none)
+is compiled with BRIEF_OPTIONS: code generation without loop
+strength reduction. LSR rewrites only integer address arithmetic (results were
+bit-identical on every dump and benchmark module with it off in every part), it is a
+fifth of a kernel-heavy module's LLVM time (BERT step: 3.0 -> 2.4 s CPU) and half the code
+generation of a part of many small inlined loop nests, and it gains 1-5 % on long loops
+(row and streaming kernels, which keep it) but nothing measurable on short ones.
+(Partial unrolling off as well would save as much again, bits unchanged, but made the
+BERT step 2.5 % slower.) LLVM reads the option from a process-wide `cl::opt`, so
+compile_all compiles the parts in two phases, each with its options set while no other
+part compiles: everything in hloc that runs LLVM's optimiser or code generator holds
+OPTIONS_LOCK, and outside a brief phase the options are DEFAULT_OPTIONS (LLVM's
+defaults, set again by hloc.backend.jit.host).
 """
 from __future__ import annotations
 
@@ -27,6 +42,16 @@ try:
                                     _RAW.LLVMPY_TargetMachineEmitToMemory, _RAW.LLVMPY_VerifyModule)
 except AttributeError:              # pragma: no cover - another llvmlite
     _RAW = None
+
+
+BRIEF_OPTIONS = ("-disable-lsr=true",)
+DEFAULT_OPTIONS = ("-disable-lsr=false",)
+OPTIONS_LOCK = threading.RLock()
+
+
+def set_options(options) -> None:
+    for o in options:
+        llvm.set_option("", o)
 
 
 def available() -> bool:
@@ -59,18 +84,20 @@ class Stats:
 def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=None,
                 slp: bool = True) -> bytes:
     """Object code of one module: parse, verify, optimise at `opt_level` (SLP per `slp`),
-    emit with a fresh target machine from `make_tm()`."""
+    emit with the target machine `make_tm()` (called once, for both: a target machine
+    serves one thread for many modules, one after another)."""
     stats = stats or Stats()
+    tm = make_tm()
     t = time.perf_counter()
     if not unlocked:
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
         t = stats.add("parse", t)
         if opt_level > 0:
-            pb = pass_builder(make_tm(), opt_level, slp)
+            pb = pass_builder(tm, opt_level, slp)
             pb.getModulePassManager().run(mod, pb)
         t = stats.add("optimise", t)
-        obj = make_tm().emit_object(mod)
+        obj = tm.emit_object(mod)
         stats.add("codegen", t)
         return obj
     ctx = llvm.create_context()
@@ -85,10 +112,9 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
                 raise RuntimeError(str(err))
         t = stats.add("parse", t)
         if opt_level > 0:
-            pb = pass_builder(make_tm(), opt_level, slp)
+            pb = pass_builder(tm, opt_level, slp)
             _RUN(pb.getModulePassManager(), mod, pb)
         t = stats.add("optimise", t)
-        tm = make_tm()
         with ffi.OutputString() as err:
             buf = _EMIT(tm, mod, 1, err)
             if not buf:
@@ -104,27 +130,54 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
 
 
 def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
-                stats: Stats | None = None, slp: list[bool] | None = None) -> list[bytes]:
+                stats: Stats | None = None, slp: list[bool] | None = None,
+                brief: list[bool] | None = None) -> list[bytes]:
     """The objects of `texts`, in order, compiled on up to `threads` threads (largest
-    first, each thread taking the next when done; `slp`: per text, SLP on or off, default
-    on). Objects do not depend on `threads`."""
+    first, each thread taking the next when done, with one target machine per thread;
+    `slp`: per text, SLP on or off, default on; `brief`: per text, whether it compiles
+    with BRIEF_OPTIONS, default not). Objects do not depend on `threads`."""
     slp = list(slp) if slp is not None else [True] * len(texts)
+    brief = list(brief) if brief is not None else [False] * len(texts)
+    out: list = [None] * len(texts)
+    with OPTIONS_LOCK:
+        for phase in (False, True):
+            ks = [k for k in range(len(texts)) if bool(brief[k]) == phase]
+            if not ks:
+                continue
+            if phase:
+                set_options(BRIEF_OPTIONS)
+            try:
+                objs = _compile_all([texts[k] for k in ks], make_tm, opt_level, threads, stats,
+                                    [slp[k] for k in ks])
+            finally:
+                if phase:
+                    set_options(DEFAULT_OPTIONS)
+            for k, obj in zip(ks, objs):
+                out[k] = obj
+    return out
+
+
+def _compile_all(texts, make_tm, opt_level, threads, stats, slp) -> list[bytes]:
     threads = max(1, min(threads, len(texts)))
     if threads == 1 or not available():
-        return [compile_one(t, make_tm, opt_level, False, stats, s) for t, s in zip(texts, slp)]
+        tm = make_tm()
+        return [compile_one(t, lambda: tm, opt_level, False, stats, s) for t, s in zip(texts, slp)]
     order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
     out: list = [None] * len(texts)
     errors: list[BaseException] = []
     lock = threading.Lock()
 
     def work():
+        tm = None
         while True:
             with lock:
                 if not order or errors:
                     return
                 k = order.pop(0)
             try:
-                out[k] = compile_one(texts[k], make_tm, opt_level, True, stats, slp[k])
+                if tm is None:
+                    tm = make_tm()
+                out[k] = compile_one(texts[k], lambda: tm, opt_level, True, stats, slp[k])
             except BaseException as e:      # re-raised in the caller's thread
                 with lock:
                     errors.append(e)

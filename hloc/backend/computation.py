@@ -31,6 +31,11 @@ COMP_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR])
 # caller's (a large scan body compiles beside the computation that loops over it). A
 # call per loop iteration is nothing beside that much code.
 OWN_UNIT_INSTRUCTIONS = 2500
+# A kernel's loops run briefly (Functions.brief) under parallel.MIN_WORK bytes touched per
+# call (the size below which it runs on one thread), or under this many when it runs
+# inside a while loop, whose trip count is not known: the BERT step's layer loop runs
+# kernels of up to 37 KiB, a scan body's scalar kernels touch a few hundred bytes.
+BRIEF_LOOPED_WORK = 64 << 10
 
 
 class Functions:
@@ -44,12 +49,24 @@ class Functions:
         # identical kernels emitted once (None: each instruction its own kernel)
         self.kernels = dedup.Kernels() if share_kernels else None
         self._weights: dict[str, int] = {}
+        # Function name -> whether every loop LLVM compiles in it runs briefly: a small
+        # kernel (BRIEF_LOOPED_WORK), a computation whose own code is calls and while
+        # loops. Parts holding only such functions compile the cheaper way
+        # (compile_threads.BRIEF_OPTIONS); anything not noted here (row kernels, GEMM and
+        # runtime helpers) does not.
+        self.brief: dict[str, bool] = {}
+        self._looped: set[int] = set()     # computations run inside a while loop
+
+    def note_brief(self, name: str, brief: bool) -> None:
+        """A shared kernel is brief only if each of its instructions is."""
+        self.brief[name] = self.brief.get(name, True) and brief
 
     def arena(self, comp) -> int:
         return self.plans[id(comp)].arena
 
     def compile(self, comp) -> ir.Function:
         """Callees first (post order over the call graph, iteratively)."""
+        self._mark_looped(comp)
         order, seen = [], {id(comp)}
         stack = [(comp, iter(self._callees(comp)))]
         while stack:
@@ -65,6 +82,23 @@ class Functions:
             if id(c) not in self.fns:
                 self._emit(c)
         return self.fns[id(comp)]
+
+    def _mark_looped(self, comp) -> None:
+        """Note the computations a while loop runs (its condition, body and their callees)."""
+        stack, seen = [(comp, False)], set()
+        while stack:
+            c, looped = stack.pop()
+            if (id(c), looped) in seen:
+                continue
+            seen.add((id(c), looped))
+            if looped:
+                self._looped.add(id(c))
+            for inst in c.instructions:
+                for callee in buffers.called_functions(inst):
+                    stack.append((callee, looped or inst.opcode == "while"))
+
+    def looped(self, comp) -> bool:
+        return id(comp) in self._looped
 
     @staticmethod
     def _callees(comp) -> list:
@@ -82,6 +116,7 @@ class Functions:
         # keep temporaries in registers across stores to outputs.
         fn.args[2].add_attribute("noalias")
         self.fns[id(comp)] = fn
+        self.note_brief(fn.name, True)
         _Emitter(self, comp, plan, fn).run()
         if self.weight(fn) > OWN_UNIT_INSTRUCTIONS:
             fn.attributes.add("noinline")
@@ -191,6 +226,12 @@ class _Emitter:
     def leaves(self, inst):
         return self.plan.leaves[id(inst)]
 
+    def own_loops(self) -> None:
+        """This computation's function has code of its own that may loop long (a library
+        call's or a split reduction's loops): it is not brief. (A while loop's own code is
+        the calls of its condition and body; their kernels are noted as looped.)"""
+        self.fns.note_brief(self.fn.name, False)
+
     def instruction(self, inst) -> None:
         match inst.opcode:
             case "while":
@@ -209,16 +250,21 @@ class _Emitter:
             case "select" if inst.shape.is_tuple:
                 self.tuple_select(inst)
             case "dot" if (gemm := blas.plan(inst, self.mcx.options)) is not None:
+                self.own_loops()
                 with self.timed(inst, "dot:blas"):
                     blas.emit_call(self, inst, gemm)
             case "fusion" if (lib := library_fusion.plan(inst, self.mcx.options)) is not None:
+                self.own_loops()
                 library_fusion.emit(self, inst, lib)
             case "reduce" | "fusion" if (split := split_reduce.plan(inst, self.mcx.options)) is not None:
+                self.own_loops()
                 split_reduce.emit(self, inst, split)
             case "convolution" if (cg := conv_gemm.plan(inst, self.mcx.options)) is not None:
+                self.own_loops()
                 with self.timed(inst, "conv:gemm"):
                     conv_gemm.emit(self, inst, cg)
             case _ if collective_calls.is_device_op(inst):
+                self.own_loops()
                 collective_calls.emit(self, inst)
             case _:
                 if any(s.dtype.kind in ("token", "opaque") for s in inst.shape.leaves()) \
@@ -230,6 +276,8 @@ class _Emitter:
                         else kernels.get(self.mcx, inst, emit_kernel)
                 except TypeUnsupported as e:
                     raise unsupported(inst, f"{inst.opcode} on {e} in the compiled back end") from None
+                brief = BRIEF_LOOPED_WORK if self.fns.looped(self.comp) else parallel.MIN_WORK
+                self.fns.note_brief(kernel.name, parallel.touched_bytes(inst) < brief)
                 bufs = [x for o in inst.operands for x in self.leaves(o)] + self.leaves(inst)
                 nwg = parallel.work_groups(inst) if data_parallel(inst) else 1
                 args = self.ptr_array(bufs)

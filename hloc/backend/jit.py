@@ -8,7 +8,9 @@ IR that `hloc emit-llvm` prints is what `compile_objects(...)` compiles, dealt o
 parts (hloc.backend.partition: a large module is split by size into parts that LLVM
 optimises and emits on several threads, hloc.backend.compile_threads; the part count
 depends on the module alone, so objects do not depend on the machine's cores; a part
-holding a very large function is optimised without SLP, SLP_MAX_INSTRUCTIONS). The
+holding a very large function is optimised without SLP, SLP_MAX_INSTRUCTIONS; a module
+whose loops all run briefly is compiled without loop strength reduction,
+compile_threads.BRIEF_OPTIONS). The
 objects are checked against the runtime table before they are loaded into one engine,
 and the engine that owns the code is kept by the returned `NativeCode` as long as
 anyone can call into it.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import os
 import platform
+import threading
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -58,6 +61,7 @@ def host():
         # Full unrolling of constant-trip loops is most of O3's time on kernel-heavy
         # modules (BERT step: 17 s at LLVM's 300, 14 s at 100, same run time); process-wide.
         llvm.set_option("", f"-unroll-threshold={UNROLL_THRESHOLD}")
+        compile_threads.set_options(compile_threads.DEFAULT_OPTIONS)
         triple = llvm.get_process_triple()
         _host = (llvm.Target.from_triple(triple), llvm.get_host_cpu_name(),
                  llvm.get_host_cpu_features().flatten(), triple)
@@ -69,13 +73,32 @@ def target_machine(opt: int = 3):
     return target.create_target_machine(cpu=cpu, features=feats, opt=opt, jit=True)
 
 
+_compiling = threading.local()
+
+
+def compile_machine(opt: int = 3):
+    """This thread's target machine for optimising and emitting objects, made once: its
+    X86 subtarget (parsing the host's feature string) costs ~0.6 ms, about 3 % of a
+    one-kernel module's compile. Not for an engine, which takes ownership of its own."""
+    tms = getattr(_compiling, "tms", None)
+    if tms is None:
+        tms = _compiling.tms = {}
+    tm = tms.get(opt)
+    if tm is None:
+        tm = tms[opt] = target_machine(opt)
+    return tm
+
+
 class Lowered:
     """The LLVM module of one HLO module and what the runtime needs to call it."""
 
-    def __init__(self, ir_text: str, arena: int, entry_comp, sites=(), parts=None, slp=None):
+    def __init__(self, ir_text: str, arena: int, entry_comp, sites=(), parts=None, slp=None,
+                 brief=None):
         self.ir_text = ir_text
         self.parts = list(parts) if parts else [ir_text]    # what compiles, one object each
         self.slp = list(slp) if slp is not None else [True] * len(self.parts)   # per part
+        # per part: every loop in it runs briefly (compile_threads.BRIEF_OPTIONS)
+        self.brief = list(brief) if brief is not None else [False] * len(self.parts)
         self.arena = arena
         self.entry_comp = entry_comp
         self.sites = list(sites)         # profiled kernel sites (hloc.backend.profile)
@@ -115,8 +138,16 @@ def lower(module, options: Options, share_kernels: bool = True) -> Lowered:
     sites = mcx.profiler.sites if mcx.profiler is not None else []
     sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=(ENTRY,))
     large = {f.name for f in fns.fns.values() if fns.weight(f) > SLP_MAX_INSTRUCTIONS}
+    # A module whose functions all run their loops briefly (optnone ones are left alone by
+    # the passes concerned; the entry wrapper has no loop) compiles the cheaper way. All
+    # parts or none: brief and other parts compile in separate phases (the option is
+    # process-wide), which would leave a core idle (CNN step: 341 ms alone, then 95 and
+    # 141 ms side by side, against 341 beside 236 in one phase).
+    brief = {n for n, b in fns.brief.items() if b} | {ENTRY}
+    brief |= {f.name for f in mcx.module.functions if "optnone" in f.attributes}
+    every = all(m <= brief for m in sp.members)
     lowered = Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts,
-                      [not (m & large) for m in sp.members])
+                      [not (m & large) for m in sp.members], [every] * len(sp.parts))
     lowered.kernels_merged = fns.kernels.merged if fns.kernels is not None else 0
     inplace = fns.plans[id(module.entry)].inplace
     # (out leaf, param leaf, kind, whether the output lives in the parameter's buffer)
@@ -131,7 +162,8 @@ def optimize(ir_text: str, options: Options):
     mod.verify()
     if options.opt_level > 0:
         pb = compile_threads.pass_builder(target_machine(options.opt_level), options.opt_level)
-        pb.getModulePassManager().run(mod, pb)
+        with compile_threads.OPTIONS_LOCK:          # hloc's default LLVM options
+            pb.getModulePassManager().run(mod, pb)
     return mod
 
 
@@ -194,8 +226,9 @@ def compile_objects(lowered: Lowered, options: Options, threads: int | None = No
     `threads` threads (None: every core) and checked against the runtime table;
     `stats` (compile_threads.Stats) collects seconds per LLVM phase."""
     threads = compile_threads_default() if threads is None else threads
-    objs = compile_threads.compile_all(lowered.parts, lambda: target_machine(options.opt_level),
-                                       options.opt_level, threads, stats, lowered.slp)
+    objs = compile_threads.compile_all(lowered.parts, lambda: compile_machine(options.opt_level),
+                                       options.opt_level, threads, stats, lowered.slp,
+                                       lowered.brief)
     runtime.check_objects(objs)
     return objs
 

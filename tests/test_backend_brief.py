@@ -1,0 +1,119 @@
+"""Parts whose loops all run briefly compile without code generation's loop strength
+reduction (hloc.backend.computation.Functions.brief, compile_threads.BRIEF_OPTIONS): which
+parts are brief, that their results keep their bits, and that the process-wide LLVM option
+is back at its default after (a later compile's objects are unchanged)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hloc
+from hloc.backend import compile_module, jit
+from hloc.backend.computation import BRIEF_LOOPED_WORK
+from hloc.backend.context import Options
+from hloc.backend.parallel import MIN_WORK
+from hloc.inputs import bind_arguments, flatten_leaves, load_npz
+
+DUMPS = Path(__file__).resolve().parents[1] / "testdata" / "dumps"
+
+
+def _elementwise(n: int) -> str:
+    return f"""HloModule m
+ENTRY e {{
+  x = f32[{n}] parameter(0)
+  y = f32[{n}] parameter(1)
+  m = f32[{n}] multiply(x, y)
+  ROOT r = f32[{n}] add(m, x)
+}}
+"""
+
+
+def _looped(n: int) -> str:
+    """The same kernel in the body of a while loop of 3 iterations."""
+    return f"""HloModule m
+body {{
+  p = (s32[], f32[{n}]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[{n}] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  m = f32[{n}] multiply(x, x)
+  y = f32[{n}] add(m, x)
+  ROOT t = (s32[], f32[{n}]) tuple(j, y)
+}}
+cond {{
+  p = (s32[], f32[{n}]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  three = s32[] constant(3)
+  ROOT lt = pred[] compare(i, three), direction=LT
+}}
+ENTRY e {{
+  x = f32[{n}] parameter(0)
+  zero = s32[] constant(0)
+  t = (s32[], f32[{n}]) tuple(zero, x)
+  w = (s32[], f32[{n}]) while(t), condition=cond, body=body
+  ROOT r = f32[{n}] get-tuple-element(w), index=1
+}}
+"""
+
+
+def _brief(text: str) -> list[bool]:
+    return jit.lower(hloc.parse(text), Options()).brief
+
+
+def test_which_parts_are_brief():
+    # elementwise x*y+x touches 12 bytes per element
+    small, large = 1 << 10, MIN_WORK // 12 + 1
+    assert _brief(_elementwise(small)) == [True]
+    assert _brief(_elementwise(large)) == [False]          # runs on the work-group runtime
+    # in a while loop: brief under BRIEF_LOOPED_WORK (12 bytes per element here too)
+    assert _brief(_looped(BRIEF_LOOPED_WORK // 12 - 64)) == [True]
+    assert _brief(_looped(BRIEF_LOOPED_WORK // 12 + 64)) == [False]
+    # the softmax row kernel keeps code generation's loop strength reduction
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from run import _softmax
+    assert _brief(_softmax(64, 1024)) == [False]
+
+
+def _objects(text: str, brief: bool) -> list[bytes]:
+    low = jit.lower(hloc.parse(text), Options())
+    low.brief = [brief] * len(low.parts)
+    return jit.compile_objects(low, Options(), threads=2)
+
+
+def test_brief_changes_the_code_and_restores_the_option():
+    text = _looped(BRIEF_LOOPED_WORK // 12 - 64)
+    before = _objects(_elementwise(MIN_WORK), False)
+    assert _objects(text, True) != _objects(text, False)   # LSR did something here
+    assert _objects(_elementwise(MIN_WORK), False) == before
+
+
+@pytest.mark.parametrize("stem", ["bert_train_step", "mlp_train_step", "looped"])
+def test_brief_parts_give_the_same_bits(stem, monkeypatch):
+    if stem == "looped":
+        text = _looped(BRIEF_LOOPED_WORK // 12 - 64)
+        ins = [np.random.default_rng(0).standard_normal(BRIEF_LOOPED_WORK // 12 - 64, np.float32)]
+    else:
+        d = load_npz(DUMPS / f"{stem}.npz")
+        ins = [d[f"in{i}"] for i in range(sum(1 for k in d if k.startswith("in") and k[2:].isdigit()))]
+        text = (DUMPS / f"{stem}.after_optimizations.hlo").read_text()
+    bits, briefs = [], []
+    for force in (None, False):
+        real = jit.lower
+
+        def lower(module, options, share_kernels=True, _force=force, _real=real):
+            low = _real(module, options, share_kernels)
+            if _force is not None:
+                low.brief = [_force] * len(low.parts)
+            briefs.append(list(low.brief))
+            return low
+        monkeypatch.setattr("hloc.backend.executable.lower", lower)
+        m = hloc.parse(text, stem)
+        exe = compile_module(m)
+        out = flatten_leaves(exe.run(bind_arguments(m, ins)), m.entry.root.shape)
+        bits.append([np.asarray(x).tobytes() for x in out])
+    assert any(briefs[0]) and not any(briefs[1])
+    assert bits[0] == bits[1]
