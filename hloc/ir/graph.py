@@ -348,11 +348,15 @@ def replace_instruction(old: Instruction, new: Instruction, removal: Removal | N
     if preserve_sharding and "sharding" in old.attrs and "sharding" in new.attrs and \
             old.attrs["sharding"] != new.attrs["sharding"]:
         return False
-    if not op_name(new) and "metadata" in old.attrs:
-        new.set_attr("metadata", old.attrs["metadata"])
-    if _empty_verbatim(new.attrs.get("frontend_attributes")) and \
-            not _empty_verbatim(old.attrs.get("frontend_attributes")):
-        new.set_attr("frontend_attributes", old.attrs["frontend_attributes"])
+    # (a replacement built from `old`, such as a fusion, often holds old's very values)
+    old_attrs, new_attrs = old.attrs, new.attrs
+    if "metadata" in old_attrs and new_attrs.get("metadata") is not old_attrs["metadata"] \
+            and not op_name(new):
+        new.set_attr("metadata", old_attrs["metadata"])
+    front = new_attrs.get("frontend_attributes")
+    if front is not old_attrs.get("frontend_attributes") and _empty_verbatim(front) and \
+            not _empty_verbatim(old_attrs.get("frontend_attributes")):
+        new.set_attr("frontend_attributes", old_attrs["frontend_attributes"])
     if "sharding" not in new.attrs and "sharding" in old.attrs:
         new.set_attr("sharding", old.attrs["sharding"])
     old.replace_all_uses_with(new)

@@ -386,11 +386,14 @@ class Computation:
             for n in range(number, len(self.parameters)):
                 self.parameters[n].parameter_number = n
 
-    def set_instruction_order(self, order: list[Instruction]) -> None:
-        """Reorder the instructions (a permutation of them), e.g. into post order."""
-        if len(order) != len(self.instructions) or \
-                {id(i) for i in order} != {id(i) for i in self.instructions}:
+    def set_instruction_order(self, order: list[Instruction], check: bool = True) -> None:
+        """Reorder the instructions (a permutation of them), e.g. into post order;
+        `check=False` when `order` is known to be one (hloc.ir.graph.post_order(self))."""
+        if check and (len(order) != len(self.instructions) or
+                      {id(i) for i in order} != {id(i) for i in self.instructions}):
             raise ValueError(f"new order of {self.name} is not a permutation")
+        if self._gone or self._before or self._after:
+            self._settle()
         # Same instructions, same edges: nothing a check reads changed.
         self._insts = list(order)
         self.generation += 1

@@ -127,6 +127,21 @@ def operand_element_use(inst, i: int) -> int:
     return USE if is_elementwise(inst) else REUSE
 
 
+# Opcodes whose element use operand_element_use (or is_elementwise) decides itself; any
+# other op with the ELEMENTWISE trait uses every operand elementwise (USE).
+_OWN_ELEMENT_USE = frozenset({
+    "bitcast", "concatenate", "reshape", "reverse", "slice", "transpose", "pad", "reduce",
+    "fusion", "dot", "dynamic-update-slice", "gather", "constant", "bitcast-convert", "map"})
+
+
+def reused_operand_ids(inst) -> set:
+    """ids of the operands `inst` reads with operand_element_use REUSE."""
+    if ELEMENTWISE in inst.opdef.traits and inst.opcode not in _OWN_ELEMENT_USE:
+        return set()
+    return {id(o) for i, o in enumerate(inst.operands)
+            if operand_element_use(inst, i) == REUSE}
+
+
 def _fusion_param_use(fusion, number: int) -> int:
     """FusionReusesParamElements: the use of parameter `number` seen from the root."""
     comp = fused_computation(fusion)
@@ -266,20 +281,32 @@ class IndexingEvaluation:
                 self._add(inst)
 
     def _add(self, inst) -> None:
-        users = self.users.setdefault(id(inst), set())
-        self.usage[id(inst)] = sum(self.usage[u] for u in users)
+        all_users, usage = self.users, self.usage
+        users = all_users.setdefault(id(inst), set())
+        n = 0
+        for u in users:
+            n += usage[u]
+        usage[id(inst)] = n
+        shape = inst.shape
+        reuse = inst.opcode == "transpose"
+        fusion_operands = self.fusion.operands
         for operand in inst.operands:
             key = operand
             if operand.opcode == "parameter":
-                key = self.fusion.operands[operand.parameter_number]
-            target = self.users.setdefault(id(key), set())
-            if inst.opcode == "transpose" or _same_dims_layout(operand.shape, inst.shape):
+                key = fusion_operands[operand.parameter_number]
+            target = all_users.get(id(key))
+            if target is None:
+                target = all_users[id(key)] = set()
+            if reuse or operand.shape is shape or _same_dims_layout(operand.shape, shape):
                 target |= users          # the index is reused as it is
             else:
                 target.add(id(inst))     # a new index is computed from it
 
     def emitted(self, producer) -> int:
-        return sum(self.usage[u] for u in self.users.get(id(producer), ()))
+        usage, n = self.usage, 0
+        for u in self.users.get(id(producer), ()):
+            n += usage[u]
+        return n
 
     def remove_operand(self, producer) -> set:
         return self.users.pop(id(producer), set())

@@ -13,11 +13,12 @@ in analysis.py.
 """
 from __future__ import annotations
 
-from .analysis import (REUSE, IndexingEvaluation, Reachability, byte_size,
-                              is_array,
-                              code_duplication_too_high, elements, fused_computation,
-                              is_complex, is_effective_scalar, is_elementwise, is_fusible,
-                              operand_element_use, true_rank, unique_operands, unique_users)
+from functools import lru_cache
+
+from .analysis import (IndexingEvaluation, Reachability, byte_size,
+                       code_duplication_too_high, elements, fused_computation, is_array,
+                       is_complex, is_effective_scalar, is_elementwise, is_fusible,
+                       reused_operand_ids, true_rank, unique_operands, unique_users)
 from ...ir.graph import post_order
 from ...ops import opcodes_with
 from ...ops.base import DIVISION, ELEMENTAL, ELEMENTWISE, EXPENSIVE, EXPENSIVE_IF_COMPLEX
@@ -64,10 +65,18 @@ def is_always_duplicable(inst) -> bool:
         byte_size(inst.operands[0].shape) < byte_size(inst.shape)
 
 
+@lru_cache(maxsize=4096)
+def _output_rank(shape) -> int:
+    return max((true_rank(leaf) for leaf in shape.leaves()), default=0)
+
+
 def effectively_at_most_unary(inst) -> bool:
-    out_rank = max((true_rank(leaf) for leaf in inst.shape.leaves()), default=0)
+    ops = inst.operands
+    if len(ops) < 2:
+        return True
+    out_rank = _output_rank(inst.shape)
     big = 0
-    for o in inst.operands:
+    for o in ops:
         if o.opcode in ("broadcast", "iota"):
             continue
         if o.opcode == "constant" and is_effective_scalar(o.shape):
@@ -182,9 +191,7 @@ class CpuFusionRules:
         computed once and then updated as producers are fused (as XLA caches it)."""
         reused = self._reused.get(id(inst))
         if reused is None:
-            reused = self._reused[id(inst)] = {
-                id(o) for i, o in enumerate(inst.operands)
-                if operand_element_use(inst, i) == REUSE}
+            reused = self._reused[id(inst)] = reused_operand_ids(inst)
         return reused
 
     def update_reused(self, producer, fusion) -> None:

@@ -135,7 +135,8 @@ class InstructionFusion(Pass):
         kind = "kOutput" if can_be_output_fused(producer, consumer) else "kLoop"
         if consumer.opcode == "fusion":
             fusion = consumer
-            fusion.set_attr("kind", kind)
+            if fusion.attrs.get("kind") != kind:    # set_attr records a change around it
+                fusion.set_attr("kind", kind)
         else:
             fusion = create_fusion(consumer, kind,
                                    f"{producer.opcode}_{consumer.opcode}_fusion")
