@@ -47,13 +47,6 @@ def operand_parameter(fusion: Instruction, operand: Instruction) -> Instruction:
     return param
 
 
-def _record(comp: Computation, insts) -> None:
-    """The change record of `insts`' edits in `comp` (hloc.ir.changes.touch for each)."""
-    comp.generation += 1
-    if not comp._changed_all:
-        comp._changed.update(insts)
-
-
 def clone_into_fusion(fusion: Instruction, producer: Instruction,
                       slot: int | None = None) -> Instruction:
     """Clone `producer` into `fusion`'s computation in place of its parameter and return
@@ -64,26 +57,36 @@ def clone_into_fusion(fusion: Instruction, producer: Instruction,
     unique = uniquer(comp.parent).unique
     name = unique(producer.name)
     ops = fusion.operands
+    params = comp.parameters
     k = slot if slot is not None and slot < len(ops) and ops[slot] is producer else \
         next((n for n, o in enumerate(ops) if o is producer), None)
-    params = comp.parameters
-    renamed = [unique(param_name(n)) for n in range(k, len(params) - 1)] \
-        if k is not None else ()
-    number = len(ops) - (k is not None)     # the first new parameter's number
-    operands, new = [], []                  # new: (operand, its new parameter)
+    if k is not None:                       # names of the re-created parameters
+        renamed = [unique(_PARAM_NAMES[n] if n < 1024 else f"param_{n}")
+                   for n in range(k, len(params) - 1)]
+        number = len(ops) - 1               # the first new parameter's number
+    else:
+        number = len(ops)
+    operands = []
+    new = None                              # [(operand, its new parameter)]
     for operand in producer.operands:
         if operand in ops:                  # already an operand (never the producer)
-            param = params[ops.index(operand)]
+            operands.append(params[ops.index(operand)])
+            continue
+        if new is None:
+            new = []
         else:
             param = None
-            for o, p in new:                # the producer reads it twice
-                if o is operand:
+            for o, p in new:
+                if o is operand:            # the producer reads it twice
                     param = p
-            if param is None:
-                param = Instruction(unique(param_name(number)), _PARAMETER, operand.shape)
-                param.parameter_number = number     # (not in a computation yet)
-                number += 1
-                new.append((operand, param))
+            if param is not None:
+                operands.append(param)
+                continue
+        param = Instruction(unique(_PARAM_NAMES[number] if number < 1024 else
+                                   f"param_{number}"), _PARAMETER, operand.shape)
+        param._parameter_number = number    # (in no computation yet: nothing to record)
+        number += 1
+        new.append((operand, param))
         operands.append(param)
     # The clone with its operands: users lists and change records as append_operand's.
     clone = Instruction(name, producer.opdef, producer.shape, operands, dict(producer.attrs),
@@ -94,54 +97,56 @@ def clone_into_fusion(fusion: Instruction, producer: Instruction,
         clone.parameter_number = producer.parameter_number
         before = next((i for i in comp.instructions if i.opcode != "parameter"), None)
     comp.add_instruction(clone, before=before)
+    changed = [clone]                       # what the generic edits record in comp
+    outer = []                              # ... and in fusion's computation
     if k is not None:
-        _replace_parameter(comp, params[k], clone)
+        old = params[k]
+        users = old.users
+        plain = not (old.control_predecessors or old.control_successors or comp.root is old)
+        for user in users:
+            if user.opcode == "fusion":     # its operands get deduplicated
+                plain = False
+        if not plain:
+            old.replace_all_uses_with(clone)
+            comp.remove_instruction(old)
+        else:                               # replace_all_uses_with + remove_instruction
+            for user in users:              # (a new clone is no operand of them yet)
+                uops = user.operands
+                for i, op in enumerate(uops):
+                    if op is old:
+                        uops[i] = clone
+            clone.users.extend(users)
+            changed += users
+            old.users = []
+            comp._gone.add(old)
+            comp._changed.discard(old)
+            old.parent = None
         del params[k]
         ops.pop(k)                          # fusion.remove_operand(k)
         if producer not in ops:
             producer.users.remove(fusion)
-        touch(fusion)
-        touch(producer)
-        changed = []
-        for n, param_name_ in enumerate(renamed, k):     # XLA re-creates them
+        outer.append(producer)
+        for n in range(k, len(params)):     # XLA re-creates the shifted parameters
             param = params[n]
             param._parameter_number = n
-            param.name = param_name_
+            param.name = renamed[n - k]
             changed.append(param)
-            changed.extend(param.users)
-        if changed:
-            _record(comp, changed)
-    if new:
+            changed += param.users
+    if new is not None:
         insts = comp._insts                 # appended as add_instruction appends
         for operand, param in new:          # add_instruction + fusion.append_operand
             param.parent = comp
             insts.append(param)
             params.append(param)
+            changed.append(param)
             ops.append(operand)
             operand.users.append(fusion)    # not an operand before: not a user either
-            touch(operand)
-        touch(fusion)
-        _record(comp, [p for _, p in new] + [clone])
+            outer.append(operand)
+    comp.generation += 1
+    if not comp._changed_all:
+        comp._changed.update(changed)
+    if outer:
+        outer.append(fusion)
+        for inst in outer:
+            touch(inst)
     return clone
-
-
-def _replace_parameter(comp: Computation, old: Instruction, clone: Instruction) -> None:
-    """old.replace_all_uses_with(clone), then old removed from comp (its slot in the
-    parameters list is left to the caller)."""
-    users = old.users
-    if old.control_predecessors or old.control_successors or comp.root is old or \
-            any(u.opcode == "fusion" for u in users):
-        old.replace_all_uses_with(clone)
-        comp.remove_instruction(old)
-        return
-    for user in users:                      # a new clone is no operand of them yet
-        uops = user.operands
-        for i, op in enumerate(uops):
-            if op is old:
-                uops[i] = clone
-    clone.users.extend(users)
-    _record(comp, users + [clone])
-    old.users = []
-    comp._gone.add(old)
-    comp._changed.discard(old)
-    old.parent = None

@@ -101,23 +101,28 @@ class StorageOrder:
         return [i for i in self._before[id(comp)] + self._added[id(comp)]
                 if i.parent is comp]
 
-    def finish(self, module: Module) -> None:
+    def finish(self, module: Module, called=None) -> None:
         """Put the module's computations (and, when it is not scheduled, the touched
-        computations' instructions) in the order XLA would print them."""
-        module.set_computation_order(computation_post_order(module, self.of))
+        computations' instructions) in the order XLA would print them. `called`, when
+        the caller knows it, holds every computation some instruction calls."""
+        storage = {id(c): self.of(c) for c in self.comps}
+        module.set_computation_order(computation_post_order(
+            module, lambda c: storage.get(id(c)) or c.instructions, callers_of=called))
         for comp in self.fused.values():
             comp.set_instruction_order(post_order(comp), check=False)
         if module.is_scheduled():
             return
         for comp in self.comps:
-            comp.set_instruction_order(post_order(comp, self.of(comp)))
+            comp.set_instruction_order(post_order(comp, storage[id(comp)]))
 
 
-def fusible_computations(module: Module) -> list[Computation]:
+def fusible_computations(module: Module, calls: dict | None = None) -> list[Computation]:
     """Non-fusion computations that are not embedded bodies: InstructionFusion skips a
     computation whose first caller calls it in context kEmbedded (IsEmbeddedComputation;
-    e.g. reduce, map, sort, scatter, scan, all-reduce, custom-call), as XLA does."""
-    calls = callers(module)     # computation -> calling instructions, once per call
+    e.g. reduce, map, sort, scatter, scan, all-reduce, custom-call), as XLA does.
+    `calls`: callers(module), when the caller has it."""
+    if calls is None:
+        calls = callers(module)     # computation -> calling instructions, once per call
     out = []
     for comp in computation_post_order(module, callers_of=calls):
         first = calls.get(comp)

@@ -53,8 +53,14 @@ def cpu_is_expensive(inst) -> bool:
     return EXPENSIVE in traits
 
 
+# Opcodes that are loop-fusible whatever the instruction: the loop-fusible ones and the
+# elementwise ones whose elementwiseness is_elementwise does not look into.
+_ALWAYS_LOOP_FUSIBLE = _LOOP_FUSIBLE | (opcodes_with(ELEMENTWISE) - {
+    "constant", "bitcast-convert", "map", "fusion"})
+
+
 def can_be_loop_fused(inst) -> bool:
-    return is_elementwise(inst) or inst.opcode in _LOOP_FUSIBLE
+    return inst.opcode in _ALWAYS_LOOP_FUSIBLE or is_elementwise(inst)
 
 
 def is_always_duplicable(inst) -> bool:
@@ -217,22 +223,25 @@ class CpuFusionRules:
         if id(consumer) in self.skip:
             return "Don't fuse instructions from custom fusions/calls"
         producer = consumer.operands[i]
-        if producer.opcode == "constant" and not is_effective_scalar(producer.shape):
+        p_op, c_op = producer.opcode, consumer.opcode
+        if p_op == "constant" and not is_effective_scalar(producer.shape):
             return "Don't fuse non-scalar constants."
-        if can_be_output_fused(producer, consumer):
+        if c_op == "add" and can_be_output_fused(producer, consumer):
             return None
-        if can_be_output_fused_into_some_operand(producer):
+        if p_op == "add" and can_be_output_fused_into_some_operand(producer):
             return "Bailing because producer can be output-fused into some operand."
         if not can_be_loop_fused(producer):
             return "Producer is not loop-fusible."
-        for c in (producer, consumer):
-            if c.opcode == "concatenate" and (len(c.operands) > MAX_CONCATENATE_ARGUMENTS
-                                              or is_minor_dim_concatenate(c)):
-                return "Concatenate fusion is inefficient."
-        if producer.opcode != "fusion" and cpu_is_expensive(producer) and \
-                self.reuses(consumer, i):
+        if p_op == "concatenate" or c_op == "concatenate":
+            for c in (producer, consumer):
+                if c.opcode == "concatenate" and (
+                        len(c.operands) > MAX_CONCATENATE_ARGUMENTS or
+                        is_minor_dim_concatenate(c)):
+                    return "Concatenate fusion is inefficient."
+        expensive = cpu_is_expensive(producer)
+        if p_op != "fusion" and expensive and self.reuses(consumer, i):
             return "Fusion is not profitable."
-        reason = self._generic_should_fuse(producer, consumer)
+        reason = self._generic_should_fuse(producer, consumer, expensive)
         if reason is not None:
             return reason
         if consumer.opcode == "fusion" and producer.opcode == "reduce" and \
@@ -257,14 +266,14 @@ class CpuFusionRules:
             return None
         return "Not fusing: not found a fusible case"
 
-    def _generic_should_fuse(self, producer, consumer) -> str | None:
-        """InstructionFusion::ShouldFuse."""
+    def _generic_should_fuse(self, producer, consumer, expensive: bool) -> str | None:
+        """InstructionFusion::ShouldFuse (`expensive`: cpu_is_expensive(producer))."""
         comp = producer.parent
         if comp is not None and producer is comp.root:
             return "not fusing into the output of the root instruction"
-        users = unique_users(producer)
+        users = producer.users          # each user once (unique_users)
         duplicates = not (len(users) == 1 and users[0] is consumer)
-        if duplicates and (not self.may_duplicate or cpu_is_expensive(producer)) and \
+        if duplicates and (not self.may_duplicate or expensive) and \
                 not is_always_duplicable(producer):
             return "expensive producer would be duplicated" if self.may_duplicate else \
                 "fusion pass cannot duplicate"
@@ -330,6 +339,9 @@ class CpuFusionRules:
 # may reuse an operand's buffer (dynamic-update-slice, scatter, or a fusion rooted at
 # one) must not read that buffer through a fused non-elementwise producer, except for
 # a slice / dynamic-slice at the very indices the dynamic-update-slice writes.
+
+_IN_PLACE_CONSUMERS = frozenset({"dynamic-update-slice", "scatter", "fusion"})
+
 
 def _in_place_pairs(consumer) -> list[tuple[int, object]]:
     """(operand number, in-place instruction) pairs (GetInPlaceInputOutputPairs)."""
@@ -405,6 +417,8 @@ def _safe_slice_into_dus_fusion(producer, consumer, dus) -> bool:
 
 
 def in_place_conflict(producer, consumer) -> str | None:
+    if consumer.opcode not in _IN_PLACE_CONSUMERS:
+        return None
     for n, in_place in _in_place_pairs(consumer):
         buffer = consumer.operands[n]
         if consumer.operands.count(buffer) > 1:     # another slot holds it too
