@@ -339,10 +339,13 @@ def _empty_verbatim(value) -> bool:
 
 
 def replace_instruction(old: Instruction, new: Instruction, removal: Removal | None = None,
-                        *, preserve_sharding: bool = False, memo: dict | None = None) -> bool:
+                        *, preserve_sharding: bool = False, memo: dict | None = None,
+                        operands_stay_used: bool = False) -> bool:
     """HloComputation::ReplaceInstruction. With `preserve_sharding`, a replacement whose
     sharding differs from old's is refused (False). Removals go to `removal` (flushed by
-    its owner) or happen at once."""
+    its owner) or happen at once. `operands_stay_used`: the caller knows that `new`
+    reads every operand of `old` (a fusion replacing its consumer), so only `old` itself
+    can become dead: it is removed without the walk over its operands."""
     if old is new:
         return False
     if preserve_sharding and "sharding" in old.attrs and "sharding" in new.attrs and \
@@ -363,6 +366,14 @@ def replace_instruction(old: Instruction, new: Instruction, removal: Removal | N
     own = removal is None
     if own:
         if old.parent is None:
+            return True
+        if operands_stay_used and not old.users and old is not old.parent.root and \
+                old.opcode != "parameter" and not old.has_control_dependencies():
+            if old.opcode == new.opcode and (old.opcode != "custom-call" or
+                                             old.attrs.get("custom_call_target") ==
+                                             new.attrs.get("custom_call_target")):
+                new.name = old.name
+            old.parent.remove_instruction(old)
             return True
         removal = Removal(old.parent)
     if removal.is_dead(old) and removal.safely_removable(old):

@@ -147,11 +147,14 @@ class Instruction(ControlEdges):
                 for i, op in enumerate(ops):
                     if op is self:
                         ops[i] = new
-            else:                   # a wide fusion: find the slots in C, not in Python
-                i = 0
-                for _ in range(ops.count(self)):
-                    i = ops.index(self, i)
+            else:                   # wide (a root tuple): find the slots in C, one scan
+                i = ops.index(self)
+                while True:
                     ops[i] = new
+                    try:
+                        i = ops.index(self, i + 1)
+                    except ValueError:
+                        break
             if not known:
                 new.users.append(user)
             if user.opdef.name == "fusion":

@@ -138,8 +138,33 @@ def reused_operand_ids(inst) -> set:
     """ids of the operands `inst` reads with operand_element_use REUSE."""
     if ELEMENTWISE in inst.opdef.traits and inst.opcode not in _OWN_ELEMENT_USE:
         return set()
-    return {id(o) for i, o in enumerate(inst.operands)
-            if operand_element_use(inst, i) == REUSE}
+    ops = inst.operands
+    if inst.opcode == "fusion":
+        uses = _fusion_param_uses(inst)
+        return {id(o) for i, o in enumerate(ops) if uses.get(i, NO_USE) == REUSE}
+    return {id(o) for i, o in enumerate(ops) if operand_element_use(inst, i) == REUSE}
+
+
+def _fusion_param_uses(fusion) -> dict[int, int]:
+    """_fusion_param_use of every parameter at once (parameter number -> use; absent:
+    NO_USE), in one walk: each value's use of each parameter below it."""
+    comp = fused_computation(fusion)
+    below: dict[int, dict] = {}
+    for hlo in operand_post_order(comp.root):   # operands before users
+        if hlo.opcode == "parameter":
+            below[id(hlo)] = {hlo.parameter_number: USE}
+            continue
+        acc: dict[int, int] = {}
+        for j, operand in enumerate(hlo.operands):
+            use = operand_element_use(hlo, j)
+            if use == NO_USE:
+                continue
+            for number, b in below[id(operand)].items():
+                value = use if use < b else b
+                if value < acc.get(number, NO_USE):
+                    acc[number] = value
+        below[id(hlo)] = acc
+    return below[id(comp.root)]
 
 
 def _fusion_param_use(fusion, number: int) -> int:

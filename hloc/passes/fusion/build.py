@@ -56,9 +56,9 @@ def create_fusion(consumer: Instruction, kind: str, name: str,
 
 def replace_with_fusion(consumer: Instruction, fusion: Instruction) -> None:
     """ReplaceInstruction(consumer, fusion), moving the consumer's control edges to the
-    fusion."""
+    fusion (which reads all of the consumer's operands: none of them becomes dead)."""
     consumer.move_control_deps_to(fusion)
-    replace_instruction(consumer, fusion)
+    replace_instruction(consumer, fusion, operands_stay_used=True)
 
 
 # fuse_producer(fusion, producer, slot=None): clone `producer` into `fusion`'s
