@@ -12,7 +12,8 @@ from functools import lru_cache
 
 from ...ir.graph import operand_post_order, post_order
 from ...ir.rewriter import has_side_effect
-from ...ops.base import CONTROL_FLOW, ELEMENTWISE
+from ...ops import REGISTRY
+from ...ops.base import CALLS, CONTROL_FLOW, ELEMENTWISE, MAY_SIDE_EFFECT, SIDE_EFFECT
 
 # HloInstruction::UseKind, ordered as XLA orders it (the lattice meet is `min`).
 REUSE, PERMUTING, USE, NO_USE = 0, 1, 2, 3
@@ -187,9 +188,19 @@ def _fusion_param_use(fusion, number: int) -> int:
     return cache[id(comp.root)]
 
 
+# Opcodes IsFusible accepts whatever the instruction: no side effect of their own or
+# through attributes or called computations, not control flow, domain, parameter or rng.
+_ALWAYS_FUSIBLE = frozenset(
+    name for name, opdef in REGISTRY.items()
+    if not opdef.traits & {SIDE_EFFECT, MAY_SIDE_EFFECT, CALLS, CONTROL_FLOW}
+    and name not in ("domain", "parameter", "rng"))
+
+
 def is_fusible(inst) -> bool:
     """HloInstruction::IsFusible."""
     op = inst.opcode
+    if op in _ALWAYS_FUSIBLE:
+        return True
     if op in ("domain", "parameter") or CONTROL_FLOW in inst.opdef.traits:
         return False
     if op in ("fusion", "map", "reduce", "reduce-window"):
