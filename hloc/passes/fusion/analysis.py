@@ -264,8 +264,15 @@ class Reachability:
         of the block's bits, so a producer costs a few tests, not one per operand."""
         ops = inst.operands
         ia = self.index.get(id(a))
-        if ia is None or len(ops) < 2 * _BLOCK:
+        if ia is None:
             return [i for i, o in enumerate(ops) if self.reaches(a, o)]
+        if len(ops) < 2 * _BLOCK:       # reaches(a, o), a having a bit
+            bits, out = self.bits, []
+            for i, o in enumerate(ops):
+                b = bits.get(id(o))
+                if b is not None and b >> ia & 1:
+                    out.append(i)
+            return out
         blocks = self._blocks.get(id(inst))
         if blocks is None:
             bits = self.bits

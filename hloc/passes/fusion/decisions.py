@@ -286,6 +286,9 @@ class CpuFusionRules:
         `duplication_candidates` picks (the ones this analysis looks at)."""
         do_not_duplicate: set[int] = set()
         cache: dict[tuple, bool] = {}
+        # should_fuse(c, i) while nothing is fused: the same each time it is asked (a
+        # consumer is looked at again after each operand it had to wait for).
+        fusible_edge: dict[tuple, bool] = {}
 
         def on_all_paths(producer, consumer) -> bool:
             # CanFuseOnAllPaths, memoised, with an explicit stack instead of recursion.
@@ -305,7 +308,13 @@ class CpuFusionRules:
                 operands = c.operands
                 for i in reach.reachable_operands(producer, c):
                     o = operands[i]
-                    if id(o) in do_not_duplicate or self.should_fuse(c, i) is not None:
+                    if id(o) in do_not_duplicate:
+                        result = False
+                        break
+                    edge = fusible_edge.get((id(c), i))
+                    if edge is None:
+                        edge = fusible_edge[(id(c), i)] = self.should_fuse(c, i) is None
+                    if not edge:
                         result = False
                         break
                     known = cache.get((pid, id(o)))
