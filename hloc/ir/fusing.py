@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..ops import REGISTRY
 from .changes import touch
-from .module import Computation, Instruction
+from .module import Instruction
 from .rewriter import uniquer
 
 _PARAMETER = REGISTRY["parameter"]
