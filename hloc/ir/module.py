@@ -390,8 +390,7 @@ class Computation:
                 self.parameters[n].parameter_number = n
 
     def set_instruction_order(self, order: list[Instruction], check: bool = True) -> None:
-        """Reorder the instructions (a permutation of them), e.g. into post order;
-        `check=False` when `order` is known to be one (hloc.ir.graph.post_order(self))."""
+        """Reorder the instructions (a permutation; `check=False`: known to be one)."""
         if check and (len(order) != len(self.instructions) or
                       {id(i) for i in order} != {id(i) for i in self.instructions}):
             raise ValueError(f"new order of {self.name} is not a permutation")
