@@ -339,26 +339,41 @@ def _empty_verbatim(value) -> bool:
 
 
 def replace_instruction(old: Instruction, new: Instruction, removal: Removal | None = None,
-                        *, preserve_sharding: bool = False, memo: dict | None = None) -> bool:
+                        *, preserve_sharding: bool = False, memo: dict | None = None,
+                        operands_stay_used: bool = False) -> bool:
     """HloComputation::ReplaceInstruction. With `preserve_sharding`, a replacement whose
     sharding differs from old's is refused (False). Removals go to `removal` (flushed by
-    its owner) or happen at once."""
+    its owner) or happen at once. `operands_stay_used`: the caller knows that `new`
+    reads every operand of `old` (a fusion replacing its consumer), so only `old` itself
+    can become dead: it is removed without the walk over its operands."""
     if old is new:
         return False
     if preserve_sharding and "sharding" in old.attrs and "sharding" in new.attrs and \
             old.attrs["sharding"] != new.attrs["sharding"]:
         return False
-    if not op_name(new) and "metadata" in old.attrs:
-        new.set_attr("metadata", old.attrs["metadata"])
-    if _empty_verbatim(new.attrs.get("frontend_attributes")) and \
-            not _empty_verbatim(old.attrs.get("frontend_attributes")):
-        new.set_attr("frontend_attributes", old.attrs["frontend_attributes"])
+    # (a replacement built from `old`, such as a fusion, often holds old's very values)
+    old_attrs, new_attrs = old.attrs, new.attrs
+    if "metadata" in old_attrs and new_attrs.get("metadata") is not old_attrs["metadata"] \
+            and not op_name(new):
+        new.set_attr("metadata", old_attrs["metadata"])
+    front = new_attrs.get("frontend_attributes")
+    if front is not old_attrs.get("frontend_attributes") and _empty_verbatim(front) and \
+            not _empty_verbatim(old_attrs.get("frontend_attributes")):
+        new.set_attr("frontend_attributes", old_attrs["frontend_attributes"])
     if "sharding" not in new.attrs and "sharding" in old.attrs:
         new.set_attr("sharding", old.attrs["sharding"])
     old.replace_all_uses_with(new)
     own = removal is None
     if own:
         if old.parent is None:
+            return True
+        if operands_stay_used and not old.users and old is not old.parent.root and \
+                old.opcode != "parameter" and not old.has_control_dependencies():
+            if old.opcode == new.opcode and (old.opcode != "custom-call" or
+                                             old.attrs.get("custom_call_target") ==
+                                             new.attrs.get("custom_call_target")):
+                new.name = old.name
+            old.parent.remove_instruction(old)
             return True
         removal = Removal(old.parent)
     if removal.is_dead(old) and removal.safely_removable(old):

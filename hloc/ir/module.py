@@ -147,11 +147,14 @@ class Instruction(ControlEdges):
                 for i, op in enumerate(ops):
                     if op is self:
                         ops[i] = new
-            else:                   # a wide fusion: find the slots in C, not in Python
-                i = 0
-                for _ in range(ops.count(self)):
-                    i = ops.index(self, i)
+            else:                   # wide (a root tuple): find the slots in C, one scan
+                i = ops.index(self)
+                while True:
                     ops[i] = new
+                    try:
+                        i = ops.index(self, i + 1)
+                    except ValueError:
+                        break
             if not known:
                 new.users.append(user)
             if user.opdef.name == "fusion":
@@ -386,11 +389,13 @@ class Computation:
             for n in range(number, len(self.parameters)):
                 self.parameters[n].parameter_number = n
 
-    def set_instruction_order(self, order: list[Instruction]) -> None:
-        """Reorder the instructions (a permutation of them), e.g. into post order."""
-        if len(order) != len(self.instructions) or \
-                {id(i) for i in order} != {id(i) for i in self.instructions}:
+    def set_instruction_order(self, order: list[Instruction], check: bool = True) -> None:
+        """Reorder the instructions (a permutation; `check=False`: known to be one)."""
+        if check and (len(order) != len(self.instructions) or
+                      {id(i) for i in order} != {id(i) for i in self.instructions}):
             raise ValueError(f"new order of {self.name} is not a permutation")
+        if self._gone or self._before or self._after:
+            self._settle()
         # Same instructions, same edges: nothing a check reads changed.
         self._insts = list(order)
         self.generation += 1

@@ -12,7 +12,8 @@ from functools import lru_cache
 
 from ...ir.graph import operand_post_order, post_order
 from ...ir.rewriter import has_side_effect
-from ...ops.base import CONTROL_FLOW, ELEMENTWISE
+from ...ops import REGISTRY
+from ...ops.base import CALLS, CONTROL_FLOW, ELEMENTWISE, MAY_SIDE_EFFECT, SIDE_EFFECT
 
 # HloInstruction::UseKind, ordered as XLA orders it (the lattice meet is `min`).
 REUSE, PERMUTING, USE, NO_USE = 0, 1, 2, 3
@@ -127,6 +128,46 @@ def operand_element_use(inst, i: int) -> int:
     return USE if is_elementwise(inst) else REUSE
 
 
+# Opcodes whose element use operand_element_use (or is_elementwise) decides itself; any
+# other op with the ELEMENTWISE trait uses every operand elementwise (USE).
+_OWN_ELEMENT_USE = frozenset({
+    "bitcast", "concatenate", "reshape", "reverse", "slice", "transpose", "pad", "reduce",
+    "fusion", "dot", "dynamic-update-slice", "gather", "constant", "bitcast-convert", "map"})
+
+
+def reused_operand_ids(inst) -> set:
+    """ids of the operands `inst` reads with operand_element_use REUSE."""
+    if ELEMENTWISE in inst.opdef.traits and inst.opcode not in _OWN_ELEMENT_USE:
+        return set()
+    ops = inst.operands
+    if inst.opcode == "fusion":
+        uses = _fusion_param_uses(inst)
+        return {id(o) for i, o in enumerate(ops) if uses.get(i, NO_USE) == REUSE}
+    return {id(o) for i, o in enumerate(ops) if operand_element_use(inst, i) == REUSE}
+
+
+def _fusion_param_uses(fusion) -> dict[int, int]:
+    """_fusion_param_use of every parameter at once (parameter number -> use; absent:
+    NO_USE), in one walk: each value's use of each parameter below it."""
+    comp = fused_computation(fusion)
+    below: dict[int, dict] = {}
+    for hlo in operand_post_order(comp.root):   # operands before users
+        if hlo.opcode == "parameter":
+            below[id(hlo)] = {hlo.parameter_number: USE}
+            continue
+        acc: dict[int, int] = {}
+        for j, operand in enumerate(hlo.operands):
+            use = operand_element_use(hlo, j)
+            if use == NO_USE:
+                continue
+            for number, b in below[id(operand)].items():
+                value = use if use < b else b
+                if value < acc.get(number, NO_USE):
+                    acc[number] = value
+        below[id(hlo)] = acc
+    return below[id(comp.root)]
+
+
 def _fusion_param_use(fusion, number: int) -> int:
     """FusionReusesParamElements: the use of parameter `number` seen from the root."""
     comp = fused_computation(fusion)
@@ -147,9 +188,19 @@ def _fusion_param_use(fusion, number: int) -> int:
     return cache[id(comp.root)]
 
 
+# Opcodes IsFusible accepts whatever the instruction: no side effect of their own or
+# through attributes or called computations, not control flow, domain, parameter or rng.
+_ALWAYS_FUSIBLE = frozenset(
+    name for name, opdef in REGISTRY.items()
+    if not opdef.traits & {SIDE_EFFECT, MAY_SIDE_EFFECT, CALLS, CONTROL_FLOW}
+    and name not in ("domain", "parameter", "rng"))
+
+
 def is_fusible(inst) -> bool:
     """HloInstruction::IsFusible."""
     op = inst.opcode
+    if op in _ALWAYS_FUSIBLE:
+        return True
     if op in ("domain", "parameter") or CONTROL_FLOW in inst.opdef.traits:
         return False
     if op in ("fusion", "map", "reduce", "reduce-window"):
@@ -213,8 +264,15 @@ class Reachability:
         of the block's bits, so a producer costs a few tests, not one per operand."""
         ops = inst.operands
         ia = self.index.get(id(a))
-        if ia is None or len(ops) < 2 * _BLOCK:
+        if ia is None:
             return [i for i, o in enumerate(ops) if self.reaches(a, o)]
+        if len(ops) < 2 * _BLOCK:       # reaches(a, o), a having a bit
+            bits, out = self.bits, []
+            for i, o in enumerate(ops):
+                b = bits.get(id(o))
+                if b is not None and b >> ia & 1:
+                    out.append(i)
+            return out
         blocks = self._blocks.get(id(inst))
         if blocks is None:
             bits = self.bits
@@ -266,20 +324,32 @@ class IndexingEvaluation:
                 self._add(inst)
 
     def _add(self, inst) -> None:
-        users = self.users.setdefault(id(inst), set())
-        self.usage[id(inst)] = sum(self.usage[u] for u in users)
+        all_users, usage = self.users, self.usage
+        users = all_users.setdefault(id(inst), set())
+        n = 0
+        for u in users:
+            n += usage[u]
+        usage[id(inst)] = n
+        shape = inst.shape
+        reuse = inst.opcode == "transpose"
+        fusion_operands = self.fusion.operands
         for operand in inst.operands:
             key = operand
             if operand.opcode == "parameter":
-                key = self.fusion.operands[operand.parameter_number]
-            target = self.users.setdefault(id(key), set())
-            if inst.opcode == "transpose" or _same_dims_layout(operand.shape, inst.shape):
+                key = fusion_operands[operand.parameter_number]
+            target = all_users.get(id(key))
+            if target is None:
+                target = all_users[id(key)] = set()
+            if reuse or operand.shape is shape or _same_dims_layout(operand.shape, shape):
                 target |= users          # the index is reused as it is
             else:
                 target.add(id(inst))     # a new index is computed from it
 
     def emitted(self, producer) -> int:
-        return sum(self.usage[u] for u in self.users.get(id(producer), ()))
+        usage, n = self.usage, 0
+        for u in self.users.get(id(producer), ()):
+            n += usage[u]
+        return n
 
     def remove_operand(self, producer) -> set:
         return self.users.pop(id(producer), set())

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ...ir.module import Computation, Instruction, Module
 from ...ir.graph import callers, computation_post_order, post_order, replace_instruction
 from ...ir.clone import clone_instruction
+from ...ir.fusing import clone_into_fusion, operand_parameter
 from ...ir.rewriter import uniquer
 from ...ops import CALL_EMBEDDED, REGISTRY, call_context
 
@@ -21,30 +22,12 @@ from ...ops import CALL_EMBEDDED, REGISTRY, call_context
 # ---------------------------------------------------------------------------
 # Building fusion instructions (HloFusionInstruction / HloCallableInstruction)
 
-_PARAM_NAMES = [f"param_{n}" for n in range(1024)]
-
-
-def _new_parameter(comp: Computation, number: int, shape) -> Instruction:
-    param = Instruction(uniquer(comp.parent).unique(f"param_{number}"),
-                        REGISTRY["parameter"], shape)
-    param.parameter_number = number
-    comp.add_instruction(param)
-    return param
-
-
 def _clone(inst: Instruction, comp: Computation) -> Instruction:
     """A copy of `inst` (same name, made unique) without operands, added to `comp`."""
     return clone_instruction(inst, comp, ())
 
 
-def _operand_parameter(fusion: Instruction, operand: Instruction) -> Instruction:
-    """The fused parameter for `operand`, adding an operand/parameter pair if needed."""
-    comp = fusion.attrs["calls"]
-    if operand in fusion.operands:          # identity: instructions have no __eq__
-        return comp.parameters[fusion.operands.index(operand)]
-    param = _new_parameter(comp, len(fusion.operands), operand.shape)
-    fusion.append_operand(operand)
-    return param
+_operand_parameter = operand_parameter      # (library_rewriter's name for it)
 
 
 def create_fusion(consumer: Instruction, kind: str, name: str,
@@ -73,36 +56,17 @@ def create_fusion(consumer: Instruction, kind: str, name: str,
 
 def replace_with_fusion(consumer: Instruction, fusion: Instruction) -> None:
     """ReplaceInstruction(consumer, fusion), moving the consumer's control edges to the
-    fusion."""
+    fusion (which reads all of the consumer's operands: none of them becomes dead)."""
     consumer.move_control_deps_to(fusion)
-    replace_instruction(consumer, fusion)
+    replace_instruction(consumer, fusion, operands_stay_used=True)
 
 
-def fuse_producer(fusion: Instruction, producer: Instruction,
-                  slot: int | None = None) -> Instruction:
-    """Clone `producer` into `fusion`'s computation in place of its parameter
-    (HloCallableInstruction::CloneAndAppendInstructionIntoCalledComputation); `slot`,
-    when the caller knows it, is producer's operand number (wide fusions: no scan). A
-    producer that is not an operand (a new output of a multi-output fusion,
-    multi_output.py) is cloned in without replacing a parameter."""
-    comp = fusion.attrs["calls"]
-    clone = _clone(producer, comp)
-    ops = fusion.operands
-    k = slot if slot is not None and slot < len(ops) and ops[slot] is producer else \
-        next((n for n, o in enumerate(ops) if o is producer), None)
-    if k is not None:
-        comp.parameters[k].replace_all_uses_with(clone)
-        comp.remove_parameter(k, renumber=False)
-        fusion.remove_operand(k)
-        unique = uniquer(comp.parent).unique
-        params = comp.parameters
-        for n in range(k, len(params)):     # XLA re-creates the shifted parameters
-            param = params[n]
-            param.parameter_number = n
-            param.name = unique(_PARAM_NAMES[n] if n < len(_PARAM_NAMES) else f"param_{n}")
-    for operand in producer.operands:
-        clone.append_operand(_operand_parameter(fusion, operand))
-    return clone
+# fuse_producer(fusion, producer, slot=None): clone `producer` into `fusion`'s
+# computation in place of its parameter (hloc.ir.fusing; `slot`, when the caller knows
+# it, is producer's operand number: wide fusions need no scan). A producer that is not
+# an operand (a new output of a multi-output fusion, multi_output.py) is cloned in
+# without replacing a parameter.
+fuse_producer = clone_into_fusion
 
 
 # ---------------------------------------------------------------------------
@@ -137,23 +101,28 @@ class StorageOrder:
         return [i for i in self._before[id(comp)] + self._added[id(comp)]
                 if i.parent is comp]
 
-    def finish(self, module: Module) -> None:
+    def finish(self, module: Module, called=None) -> None:
         """Put the module's computations (and, when it is not scheduled, the touched
-        computations' instructions) in the order XLA would print them."""
-        module.set_computation_order(computation_post_order(module, self.of))
+        computations' instructions) in the order XLA would print them. `called`, when
+        the caller knows it, holds every computation some instruction calls."""
+        storage = {id(c): self.of(c) for c in self.comps}
+        module.set_computation_order(computation_post_order(
+            module, lambda c: storage.get(id(c)) or c.instructions, callers_of=called))
         for comp in self.fused.values():
-            comp.set_instruction_order(post_order(comp))
+            comp.set_instruction_order(post_order(comp), check=False)
         if module.is_scheduled():
             return
         for comp in self.comps:
-            comp.set_instruction_order(post_order(comp, self.of(comp)))
+            comp.set_instruction_order(post_order(comp, storage[id(comp)]))
 
 
-def fusible_computations(module: Module) -> list[Computation]:
+def fusible_computations(module: Module, calls: dict | None = None) -> list[Computation]:
     """Non-fusion computations that are not embedded bodies: InstructionFusion skips a
     computation whose first caller calls it in context kEmbedded (IsEmbeddedComputation;
-    e.g. reduce, map, sort, scatter, scan, all-reduce, custom-call), as XLA does."""
-    calls = callers(module)     # computation -> calling instructions, once per call
+    e.g. reduce, map, sort, scatter, scan, all-reduce, custom-call), as XLA does.
+    `calls`: callers(module), when the caller has it."""
+    if calls is None:
+        calls = callers(module)     # computation -> calling instructions, once per call
     out = []
     for comp in computation_post_order(module, callers_of=calls):
         first = calls.get(comp)

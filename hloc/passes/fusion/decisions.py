@@ -13,11 +13,12 @@ in analysis.py.
 """
 from __future__ import annotations
 
-from .analysis import (REUSE, IndexingEvaluation, Reachability, byte_size,
-                              is_array,
-                              code_duplication_too_high, elements, fused_computation,
-                              is_complex, is_effective_scalar, is_elementwise, is_fusible,
-                              operand_element_use, true_rank, unique_operands, unique_users)
+from functools import lru_cache
+
+from .analysis import (IndexingEvaluation, Reachability, byte_size,
+                       code_duplication_too_high, elements, fused_computation, is_array,
+                       is_complex, is_effective_scalar, is_elementwise, is_fusible,
+                       reused_operand_ids, true_rank, unique_operands, unique_users)
 from ...ir.graph import post_order
 from ...ops import opcodes_with
 from ...ops.base import DIVISION, ELEMENTAL, ELEMENTWISE, EXPENSIVE, EXPENSIVE_IF_COMPLEX
@@ -52,8 +53,14 @@ def cpu_is_expensive(inst) -> bool:
     return EXPENSIVE in traits
 
 
+# Opcodes that are loop-fusible whatever the instruction: the loop-fusible ones and the
+# elementwise ones whose elementwiseness is_elementwise does not look into.
+_ALWAYS_LOOP_FUSIBLE = _LOOP_FUSIBLE | (opcodes_with(ELEMENTWISE) - {
+    "constant", "bitcast-convert", "map", "fusion"})
+
+
 def can_be_loop_fused(inst) -> bool:
-    return is_elementwise(inst) or inst.opcode in _LOOP_FUSIBLE
+    return inst.opcode in _ALWAYS_LOOP_FUSIBLE or is_elementwise(inst)
 
 
 def is_always_duplicable(inst) -> bool:
@@ -64,10 +71,18 @@ def is_always_duplicable(inst) -> bool:
         byte_size(inst.operands[0].shape) < byte_size(inst.shape)
 
 
+@lru_cache(maxsize=4096)
+def _output_rank(shape) -> int:
+    return max((true_rank(leaf) for leaf in shape.leaves()), default=0)
+
+
 def effectively_at_most_unary(inst) -> bool:
-    out_rank = max((true_rank(leaf) for leaf in inst.shape.leaves()), default=0)
+    ops = inst.operands
+    if len(ops) < 2:
+        return True
+    out_rank = _output_rank(inst.shape)
     big = 0
-    for o in inst.operands:
+    for o in ops:
         if o.opcode in ("broadcast", "iota"):
             continue
         if o.opcode == "constant" and is_effective_scalar(o.shape):
@@ -182,9 +197,7 @@ class CpuFusionRules:
         computed once and then updated as producers are fused (as XLA caches it)."""
         reused = self._reused.get(id(inst))
         if reused is None:
-            reused = self._reused[id(inst)] = {
-                id(o) for i, o in enumerate(inst.operands)
-                if operand_element_use(inst, i) == REUSE}
+            reused = self._reused[id(inst)] = reused_operand_ids(inst)
         return reused
 
     def update_reused(self, producer, fusion) -> None:
@@ -210,22 +223,25 @@ class CpuFusionRules:
         if id(consumer) in self.skip:
             return "Don't fuse instructions from custom fusions/calls"
         producer = consumer.operands[i]
-        if producer.opcode == "constant" and not is_effective_scalar(producer.shape):
+        p_op, c_op = producer.opcode, consumer.opcode
+        if p_op == "constant" and not is_effective_scalar(producer.shape):
             return "Don't fuse non-scalar constants."
-        if can_be_output_fused(producer, consumer):
+        if c_op == "add" and can_be_output_fused(producer, consumer):
             return None
-        if can_be_output_fused_into_some_operand(producer):
+        if p_op == "add" and can_be_output_fused_into_some_operand(producer):
             return "Bailing because producer can be output-fused into some operand."
         if not can_be_loop_fused(producer):
             return "Producer is not loop-fusible."
-        for c in (producer, consumer):
-            if c.opcode == "concatenate" and (len(c.operands) > MAX_CONCATENATE_ARGUMENTS
-                                              or is_minor_dim_concatenate(c)):
-                return "Concatenate fusion is inefficient."
-        if producer.opcode != "fusion" and cpu_is_expensive(producer) and \
-                self.reuses(consumer, i):
+        if p_op == "concatenate" or c_op == "concatenate":
+            for c in (producer, consumer):
+                if c.opcode == "concatenate" and (
+                        len(c.operands) > MAX_CONCATENATE_ARGUMENTS or
+                        is_minor_dim_concatenate(c)):
+                    return "Concatenate fusion is inefficient."
+        expensive = cpu_is_expensive(producer)
+        if p_op != "fusion" and expensive and self.reuses(consumer, i):
             return "Fusion is not profitable."
-        reason = self._generic_should_fuse(producer, consumer)
+        reason = self._generic_should_fuse(producer, consumer, expensive)
         if reason is not None:
             return reason
         if consumer.opcode == "fusion" and producer.opcode == "reduce" and \
@@ -250,14 +266,14 @@ class CpuFusionRules:
             return None
         return "Not fusing: not found a fusible case"
 
-    def _generic_should_fuse(self, producer, consumer) -> str | None:
-        """InstructionFusion::ShouldFuse."""
+    def _generic_should_fuse(self, producer, consumer, expensive: bool) -> str | None:
+        """InstructionFusion::ShouldFuse (`expensive`: cpu_is_expensive(producer))."""
         comp = producer.parent
         if comp is not None and producer is comp.root:
             return "not fusing into the output of the root instruction"
-        users = unique_users(producer)
+        users = producer.users          # each user once (unique_users)
         duplicates = not (len(users) == 1 and users[0] is consumer)
-        if duplicates and (not self.may_duplicate or cpu_is_expensive(producer)) and \
+        if duplicates and (not self.may_duplicate or expensive) and \
                 not is_always_duplicable(producer):
             return "expensive producer would be duplicated" if self.may_duplicate else \
                 "fusion pass cannot duplicate"
@@ -270,6 +286,9 @@ class CpuFusionRules:
         `duplication_candidates` picks (the ones this analysis looks at)."""
         do_not_duplicate: set[int] = set()
         cache: dict[tuple, bool] = {}
+        # should_fuse(c, i) while nothing is fused: the same each time it is asked (a
+        # consumer is looked at again after each operand it had to wait for).
+        fusible_edge: dict[tuple, bool] = {}
 
         def on_all_paths(producer, consumer) -> bool:
             # CanFuseOnAllPaths, memoised, with an explicit stack instead of recursion.
@@ -289,7 +308,13 @@ class CpuFusionRules:
                 operands = c.operands
                 for i in reach.reachable_operands(producer, c):
                     o = operands[i]
-                    if id(o) in do_not_duplicate or self.should_fuse(c, i) is not None:
+                    if id(o) in do_not_duplicate:
+                        result = False
+                        break
+                    edge = fusible_edge.get((id(c), i))
+                    if edge is None:
+                        edge = fusible_edge[(id(c), i)] = self.should_fuse(c, i) is None
+                    if not edge:
                         result = False
                         break
                     known = cache.get((pid, id(o)))
@@ -323,6 +348,9 @@ class CpuFusionRules:
 # may reuse an operand's buffer (dynamic-update-slice, scatter, or a fusion rooted at
 # one) must not read that buffer through a fused non-elementwise producer, except for
 # a slice / dynamic-slice at the very indices the dynamic-update-slice writes.
+
+_IN_PLACE_CONSUMERS = frozenset({"dynamic-update-slice", "scatter", "fusion"})
+
 
 def _in_place_pairs(consumer) -> list[tuple[int, object]]:
     """(operand number, in-place instruction) pairs (GetInPlaceInputOutputPairs)."""
@@ -398,6 +426,8 @@ def _safe_slice_into_dus_fusion(producer, consumer, dus) -> bool:
 
 
 def in_place_conflict(producer, consumer) -> str | None:
+    if consumer.opcode not in _IN_PLACE_CONSUMERS:
+        return None
     for n, in_place in _in_place_pairs(consumer):
         buffer = consumer.operands[n]
         if consumer.operands.count(buffer) > 1:     # another slot holds it too

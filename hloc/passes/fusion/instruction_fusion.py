@@ -27,7 +27,7 @@ import bisect
 from ...ir.module import Computation, Instruction, Module
 from .. import register
 from ..base import Pass, PassContext
-from ...ir.graph import post_order
+from ...ir.graph import callers, post_order
 from .analysis import Reachability
 from .build import (StorageOrder, create_fusion, fuse_producer, fusible_computations,
                            replace_with_fusion)
@@ -47,10 +47,14 @@ class InstructionFusion(Pass):
     def run(self, module: Module, ctx: PassContext) -> bool:
         order = StorageOrder()
         changed = False
-        for comp in fusible_computations(module):
+        calls = callers(module)
+        for comp in fusible_computations(module, calls):
             changed |= self._run_on(comp, order)
         if changed:
-            order.finish(module)
+            # What is called stays called (a fused instruction's clone calls what it
+            # called); the only computations called now and not before are the new
+            # fused ones: no walk over every instruction to find the uncalled ones.
+            order.finish(module, set(calls).union(order.fused.values()))
         return changed
 
     def _run_on(self, comp: Computation, order: StorageOrder) -> bool:
@@ -135,7 +139,8 @@ class InstructionFusion(Pass):
         kind = "kOutput" if can_be_output_fused(producer, consumer) else "kLoop"
         if consumer.opcode == "fusion":
             fusion = consumer
-            fusion.set_attr("kind", kind)
+            if fusion.attrs.get("kind") != kind:    # set_attr records a change around it
+                fusion.set_attr("kind", kind)
         else:
             fusion = create_fusion(consumer, kind,
                                    f"{producer.opcode}_{consumer.opcode}_fusion")
