@@ -15,9 +15,6 @@ donation / profile-site tables (hloc.backend.jit.Lowered), or the error a module
 """
 from __future__ import annotations
 
-import argparse
-import hashlib
-import os
 import sys
 from pathlib import Path
 
@@ -51,42 +48,18 @@ def lowered_text(text: str, name: str, options) -> str:
     return "\n;; PART\n".join([meta, low.ir_text, *low.parts])
 
 
-def _file(base: Path, name: str) -> Path:
-    return base / (hashlib.sha1(name.encode()).hexdigest()[:16] + ".ll")
+
+def _cases():
+    from hloc.backend.context import Options
+    variants = {"xla-cpu": Options("xla-cpu"), "ieee": Options("ieee"),
+                "xla-cpu+profile": Options("xla-cpu", profile=True)}
+    return [(f"{m}#{v}", lambda m=m, t=t, o=o: lowered_text(t, m, o))
+            for m, t in modules() for v, o in variants.items()]
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", metavar="DIR", help="store the IR as the baseline")
-    mode.add_argument("--check", metavar="DIR", help="compare against the baseline")
-    ap.add_argument("-k", metavar="SUBSTR", help="only cases whose name contains SUBSTR")
-    a = ap.parse_args(argv)
-    os.chdir(ROOT)
-    sys.path.insert(0, str(ROOT))
-    from hloc.backend.context import Options
-    base = Path(a.write or a.check)
-    variants = {"xla-cpu": Options("xla-cpu"), "ieee": Options("ieee"),
-                "xla-cpu+profile": Options("xla-cpu", profile=True)}
-    todo = [(f"{m}#{v}", m, t, o) for m, t in modules() for v, o in variants.items()
-            if not a.k or a.k in f"{m}#{v}"]
-    if a.write:
-        base.mkdir(parents=True, exist_ok=True)
-        (base / "INDEX").write_text("".join(f"{_file(base, n).name} {n}\n" for n, *_ in todo))
-    bad = missing = 0
-    for name, mod, text, options in todo:
-        got = lowered_text(text, mod, options)
-        f = _file(base, name)
-        if a.write:
-            f.write_text(got, encoding="utf-8")
-        elif not f.exists():
-            missing += 1
-            print(f"MISSING {name}")
-        elif f.read_text(encoding="utf-8") != got:
-            bad += 1
-            print(f"DIFF {name} (baseline {f})")
-    print(f"{len(todo)} cases, {bad} differ, {missing} without a baseline")
-    return 1 if bad or missing else 0
+    from baseline import main as baseline_main
+    return baseline_main(argv, __doc__.splitlines()[0], _cases, ".ll")
 
 
 if __name__ == "__main__":

@@ -13,9 +13,6 @@ runs in-process (click's CliRunner), in a fixed order.
 """
 from __future__ import annotations
 
-import argparse
-import hashlib
-import os
 import re
 import sys
 from pathlib import Path
@@ -53,38 +50,11 @@ def run_case(args: list[str]) -> str:
     return f"exit={r.exit_code}\n--- stderr\n{err}\n--- stdout\n{r.stdout}"
 
 
-def _file(base: Path, name: str) -> Path:
-    return base / (hashlib.sha1(name.encode()).hexdigest()[:16] + ".txt")
-
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", metavar="DIR", help="store the outputs as the baseline")
-    mode.add_argument("--check", metavar="DIR", help="compare against the baseline")
-    ap.add_argument("-k", metavar="SUBSTR", help="only cases whose name contains SUBSTR")
-    a = ap.parse_args(argv)
-    os.chdir(ROOT)
-    sys.path.insert(0, str(ROOT))
-    base = Path(a.write or a.check)
-    todo = [c for c in cases(ROOT) if not a.k or a.k in c[0]]
-    if a.write:
-        base.mkdir(parents=True, exist_ok=True)
-        (base / "INDEX").write_text("".join(f"{_file(base, n).name} {n}\n" for n, _ in todo))
-    bad = missing = 0
-    for name, args in todo:
-        got = run_case(args)
-        f = _file(base, name)
-        if a.write:
-            f.write_text(got, encoding="utf-8")
-        elif not f.exists():
-            missing += 1
-            print(f"MISSING {name}")
-        elif f.read_text(encoding="utf-8") != got:
-            bad += 1
-            print(f"DIFF {name} (baseline {f})")
-    print(f"{len(todo)} cases, {bad} differ, {missing} without a baseline")
-    return 1 if bad or missing else 0
+    from baseline import main as baseline_main
+    return baseline_main(argv, __doc__.splitlines()[0],
+                         lambda: [(n, lambda a=a: run_case(a)) for n, a in cases(ROOT)], ".txt")
 
 
 if __name__ == "__main__":
