@@ -1,7 +1,8 @@
 """Parts whose loops all run briefly compile without code generation's loop strength
-reduction (hloc.backend.computation.Functions.brief, compile_threads.BRIEF_OPTIONS): which
-parts are brief, that their results keep their bits, and that the process-wide LLVM option
-is back at its default after (a later compile's objects are unchanged)."""
+reduction and without partial loop unrolling (hloc.backend.computation.Functions.brief,
+compile_threads.BRIEF_OPTIONS): which parts are brief, that each option is applied, that
+their results keep their bits, and that the process-wide LLVM options are back at their
+defaults after (a later compile's objects are unchanged)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import hloc
-from hloc.backend import compile_module, jit
+from hloc.backend import compile_module, compile_threads, jit
 from hloc.backend.computation import BRIEF_LOOPED_WORK
 from hloc.backend.context import Options
 from hloc.backend.parallel import MIN_WORK
@@ -59,6 +60,13 @@ ENTRY e {{
 """
 
 
+def _softmax(rows: int, cols: int) -> str:
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from run import _softmax
+    return _softmax(rows, cols)
+
+
 def _brief(text: str) -> list[bool]:
     return jit.lower(hloc.parse(text), Options()).brief
 
@@ -72,9 +80,6 @@ def test_which_parts_are_brief():
     assert _brief(_looped(BRIEF_LOOPED_WORK // 12 - 64)) == [True]
     assert _brief(_looped(BRIEF_LOOPED_WORK // 12 + 64)) == [False]
     # the softmax row kernel keeps code generation's loop strength reduction
-    import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from run import _softmax
     assert _brief(_softmax(64, 1024)) == [False]
 
 
@@ -86,22 +91,46 @@ def _objects(text: str, brief: bool) -> list[bytes]:
 
 def test_brief_changes_the_code_and_restores_the_option():
     text = _looped(BRIEF_LOOPED_WORK // 12 - 64)
-    before = _objects(_elementwise(MIN_WORK), False)
+    # LSR changes the large elementwise kernel's code, partial unrolling the row kernels'
+    others = [_elementwise(MIN_WORK), _softmax(64, 1024)]
+    before = [_objects(t, False) for t in others]
     assert _objects(text, True) != _objects(text, False)   # LSR did something here
-    assert _objects(_elementwise(MIN_WORK), False) == before
+    assert [_objects(t, False) for t in others] == before
 
 
-@pytest.mark.parametrize("stem", ["bert_train_step", "mlp_train_step", "looped"])
+def test_brief_turns_partial_unrolling_off(monkeypatch):
+    # the softmax row loops (1024 columns) are unrolled partially, unless brief
+    text = _softmax(64, 1024)
+    brief = _objects(text, True)
+    monkeypatch.setattr(compile_threads, "BRIEF_OPTIONS",
+                        tuple(o for o in compile_threads.BRIEF_OPTIONS if "unroll" not in o))
+    assert _objects(text, True) != brief
+    monkeypatch.undo()
+    assert _objects(text, True) == brief
+    # and on again after: the row kernel's non-brief code is the one of partial unrolling
+    compile_threads.set_options(("-unroll-allow-partial=false",))
+    try:
+        off = _objects(text, False)
+    finally:
+        compile_threads.set_options(compile_threads.DEFAULT_OPTIONS)
+    _objects(text, True)
+    assert _objects(text, False) != off
+
+
+@pytest.mark.parametrize("stem", ["bert_train_step", "mlp_train_step", "looped", "softmax"])
 def test_brief_parts_give_the_same_bits(stem, monkeypatch):
     if stem == "looped":
         text = _looped(BRIEF_LOOPED_WORK // 12 - 64)
         ins = [np.random.default_rng(0).standard_normal(BRIEF_LOOPED_WORK // 12 - 64, np.float32)]
+    elif stem == "softmax":        # not brief itself: forced, for the row loops' unrolling
+        text = _softmax(64, 1024)
+        ins = [np.random.default_rng(0).standard_normal((64, 1024), np.float32)]
     else:
         d = load_npz(DUMPS / f"{stem}.npz")
         ins = [d[f"in{i}"] for i in range(sum(1 for k in d if k.startswith("in") and k[2:].isdigit()))]
         text = (DUMPS / f"{stem}.after_optimizations.hlo").read_text()
     bits, briefs = [], []
-    for force in (None, False):
+    for force in ((True, False) if stem == "softmax" else (None, False)):
         real = jit.lower
 
         def lower(module, options, share_kernels=True, _force=force, _real=real):
@@ -112,6 +141,9 @@ def test_brief_parts_give_the_same_bits(stem, monkeypatch):
             return low
         monkeypatch.setattr("hloc.backend.executable.lower", lower)
         m = hloc.parse(text, stem)
+        if stem == "softmax":
+            from hloc.cli_backend import prepare_for_cpu
+            m = prepare_for_cpu(m, None)               # the fused row kernel
         exe = compile_module(m)
         out = flatten_leaves(exe.run(bind_arguments(m, ins)), m.entry.root.shape)
         bits.append([np.asarray(x).tobytes() for x in out])

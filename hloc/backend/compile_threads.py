@@ -15,17 +15,26 @@ the public API: same objects, no parallelism.
 A part whose loops all run briefly (hloc.backend.computation.Functions.brief: small
 kernels, no library loops; hloc.backend.jit.lower marks every part of a module or none)
 is compiled with BRIEF_OPTIONS: code generation without loop
-strength reduction. LSR rewrites only integer address arithmetic (results were
-bit-identical on every dump and benchmark module with it off in every part), it is a
-fifth of a kernel-heavy module's LLVM time (BERT step: 3.0 -> 2.4 s CPU) and half the code
-generation of a part of many small inlined loop nests, and it gains 1-5 % on long loops
-(row and streaming kernels, which keep it) but nothing measurable on short ones.
-(Partial unrolling off as well would save as much again, bits unchanged, but made the
-BERT step 2.5 % slower.) LLVM reads the option from a process-wide `cl::opt`, so
+strength reduction, and the optimiser without partial loop unrolling. LSR rewrites only
+integer address arithmetic (results were bit-identical on every dump and benchmark module
+with it off in every part), it is a fifth of a kernel-heavy module's LLVM time (BERT step:
+3.0 -> 2.4 s CPU) and half the code generation of a part of many small inlined loop nests,
+and it gains 1-5 % on long loops (row and streaming kernels, which keep it) but nothing
+measurable on short ones. Partial unrolling (of constant-trip loops too long to unroll
+fully; full unrolling is unchanged) copies the body of every such loop several times over
+for the rest of the pipeline and code generation to work through: off as well, the BERT
+step's LLVM CPU time fell by another sixth (2.09 -> 1.75 s; MLP step 196 -> 162 ms) for
+1.5 % of its run time (MLP and the scans unchanged), bits unchanged on every dump and
+benchmark module.
+LLVM reads these options from process-wide `cl::opt`s, so
 compile_all compiles the parts in two phases, each with its options set while no other
 part compiles: everything in hloc that runs LLVM's optimiser or code generator holds
-OPTIONS_LOCK, and outside a brief phase the options are DEFAULT_OPTIONS (LLVM's
-defaults, set again by hloc.backend.jit.host).
+OPTIONS_LOCK, and outside a brief phase the options are DEFAULT_OPTIONS, set first by
+hloc.backend.jit.host. `-unroll-allow-partial`, once given, overrides the target's own
+choice for good, so it is given from the start, in every compile, and code never depends
+on whether a brief compile came before; `true` is LLVM's own choice where the CPU's
+scheduling model has a loop buffer (LoopMicroOpBufferSize, as in LLVM's models of recent
+x86 cores; checked on znver4: objects identical to never giving the option).
 """
 from __future__ import annotations
 
@@ -44,8 +53,8 @@ except AttributeError:              # pragma: no cover - another llvmlite
     _RAW = None
 
 
-BRIEF_OPTIONS = ("-disable-lsr=true",)
-DEFAULT_OPTIONS = ("-disable-lsr=false",)
+BRIEF_OPTIONS = ("-disable-lsr=true", "-unroll-allow-partial=false")
+DEFAULT_OPTIONS = ("-disable-lsr=false", "-unroll-allow-partial=true")
 OPTIONS_LOCK = threading.RLock()
 
 

@@ -9,8 +9,8 @@ parts (hloc.backend.partition: a large module is split by size into parts that L
 optimises and emits on several threads, hloc.backend.compile_threads; the part count
 depends on the module alone, so objects do not depend on the machine's cores; a part
 holding a very large function is optimised without SLP, SLP_MAX_INSTRUCTIONS; a module
-whose loops all run briefly is compiled without loop strength reduction,
-compile_threads.BRIEF_OPTIONS). The
+whose loops all run briefly is compiled without loop strength reduction and partial
+unrolling, compile_threads.BRIEF_OPTIONS). The
 objects are checked against the runtime table before they are loaded into one engine,
 and the engine that owns the code is kept by the returned `NativeCode` as long as
 anyone can call into it.
