@@ -61,8 +61,7 @@ def clone_into_fusion(fusion: Instruction, producer: Instruction,
     k = slot if slot is not None and slot < len(ops) and ops[slot] is producer else \
         next((n for n, o in enumerate(ops) if o is producer), None)
     if k is not None:                       # names of the re-created parameters
-        renamed = [unique(_PARAM_NAMES[n] if n < 1024 else f"param_{n}")
-                   for n in range(k, len(params) - 1)]
+        renamed = [unique(param_name(n)) for n in range(k, len(params) - 1)]
         number = len(ops) - 1               # the first new parameter's number
     else:
         number = len(ops)
@@ -82,8 +81,7 @@ def clone_into_fusion(fusion: Instruction, producer: Instruction,
             if param is not None:
                 operands.append(param)
                 continue
-        param = Instruction(unique(_PARAM_NAMES[number] if number < 1024 else
-                                   f"param_{number}"), _PARAMETER, operand.shape)
+        param = Instruction(unique(param_name(number)), _PARAMETER, operand.shape)
         param._parameter_number = number    # (in no computation yet: nothing to record)
         number += 1
         new.append((operand, param))

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..ir.clone import clone_instruction
+from ..ir.fusing import operand_parameter
 from ..ir.graph import post_order
 from ..ir.module import Computation, Instruction, Module
 from ..ir.rewriter import add_instruction
@@ -25,8 +26,8 @@ from ..ir.shape import array
 from ..syntax.attr_kinds import Verbatim
 from . import register
 from .base import Pass, PassContext
-from .fusion.build import (StorageOrder, _operand_parameter, create_fusion, fuse_producer,
-                           fusible_computations, replace_with_fusion)
+from .fusion.build import (StorageOrder, create_fusion, fuse_producer, fusible_computations,
+                           replace_with_fusion)
 from .ynn_support import (STARTERS, YNN_FUSION_KIND, grows_fusion, is_op_supported,
                           is_ynn_fusion, library_output_dtype, starts_fusion)
 
@@ -134,7 +135,7 @@ def _fuse_consumer(fusion: Instruction, consumer: Instruction) -> Instruction:
     the fusion takes its place."""
     comp = fusion.attrs["calls"]
     old_root = comp.root
-    operands = [old_root if o is fusion else _operand_parameter(fusion, o)
+    operands = [old_root if o is fusion else operand_parameter(fusion, o)
                 for o in consumer.operands]
     new_root = clone_instruction(consumer, comp, operands)
     comp.set_root_instruction(new_root)

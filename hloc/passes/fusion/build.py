@@ -27,8 +27,6 @@ def _clone(inst: Instruction, comp: Computation) -> Instruction:
     return clone_instruction(inst, comp, ())
 
 
-_operand_parameter = operand_parameter      # (library_rewriter's name for it)
-
 
 def create_fusion(consumer: Instruction, kind: str, name: str,
                   computation_name: str = "fused_computation") -> Instruction:
@@ -48,7 +46,7 @@ def create_fusion(consumer: Instruction, kind: str, name: str,
                          (), attrs)
     root = _clone(consumer, fused)
     for operand in consumer.operands:
-        root.append_operand(_operand_parameter(fusion, operand))
+        root.append_operand(operand_parameter(fusion, operand))
     fused.set_root_instruction(root)
     comp.add_instruction(fusion, before=consumer if module.is_scheduled() else None)
     return fusion
