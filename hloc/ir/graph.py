@@ -338,6 +338,14 @@ def _empty_verbatim(value) -> bool:
     return value is None or getattr(value, "text", str(value)).strip() in ("", "{}")
 
 
+def _same_kind(old: Instruction, new: Instruction) -> bool:
+    """A replacement of the same kind takes over the removed instruction's name (XLA's
+    ReplaceInstruction: same opcode, and for custom-calls the same target)."""
+    return old.opcode == new.opcode and (old.opcode != "custom-call" or
+                                         old.attrs.get("custom_call_target") ==
+                                         new.attrs.get("custom_call_target"))
+
+
 def replace_instruction(old: Instruction, new: Instruction, removal: Removal | None = None,
                         *, preserve_sharding: bool = False, memo: dict | None = None,
                         operands_stay_used: bool = False) -> bool:
@@ -369,17 +377,13 @@ def replace_instruction(old: Instruction, new: Instruction, removal: Removal | N
             return True
         if operands_stay_used and not old.users and old is not old.parent.root and \
                 old.opcode != "parameter" and not old.has_control_dependencies():
-            if old.opcode == new.opcode and (old.opcode != "custom-call" or
-                                             old.attrs.get("custom_call_target") ==
-                                             new.attrs.get("custom_call_target")):
+            if _same_kind(old, new):
                 new.name = old.name
             old.parent.remove_instruction(old)
             return True
         removal = Removal(old.parent)
     if removal.is_dead(old) and removal.safely_removable(old):
-        if old.opcode == new.opcode and (old.opcode != "custom-call" or
-                                         old.attrs.get("custom_call_target") ==
-                                         new.attrs.get("custom_call_target")):
+        if _same_kind(old, new):
             new.name = old.name
         removal.remove_with_unused_operands(old, memo)
     if own:
