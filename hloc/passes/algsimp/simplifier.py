@@ -59,7 +59,7 @@ class RuleContext:
     @staticmethod
     def pinned(inst: Instruction) -> bool:
         """Has control dependencies, so rules leave it in place."""
-        return bool(inst.control_predecessors) or bool(inst.control_successors)
+        return inst.has_control_dependencies()
 
 
 @register
