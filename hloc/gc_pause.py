@@ -19,13 +19,18 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def no_gc(long_lived: bool = False):
+def no_gc(long_lived: bool = False, collect_young: bool = False):
+    """The cyclic collector off for the block; `collect_young`: one young-generation
+    collection of what the block allocated before it is back on (the back end's lowering:
+    hloc.backend.context.gc_paused)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if collect_young:
+                gc.collect(0)
             if long_lived and gc.get_freeze_count() == 0:
                 # Both O(1) list splices: every tracked object moves to the permanent
                 # generation and back into the oldest one; young counts restart at 0.

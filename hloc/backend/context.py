@@ -9,13 +9,13 @@ composed generators (`generator(inst, env)`), each instruction evaluated once pe
 from __future__ import annotations
 
 import functools
-import gc
 from contextlib import contextmanager
 
 import numpy as np
 from llvmlite import ir
 from llvmlite.ir._utils import DuplicatedNameError, NameScope
 
+from ..gc_pause import no_gc
 from ..interp.core import unsupported
 from . import runtime
 from .loops import at_entry, minor_to_major
@@ -34,14 +34,8 @@ def gc_paused(fn):
     lowerer releases the module itself first (ModuleContext.release), so that is little."""
     @functools.wraps(fn)
     def paused(*args, **kwargs):
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with no_gc(collect_young=True):
             return fn(*args, **kwargs)
-        finally:
-            if was_enabled:
-                gc.collect(0)
-                gc.enable()
     return paused
 
 
