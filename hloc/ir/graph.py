@@ -24,6 +24,7 @@ from operator import attrgetter
 
 from ..ops.base import CALLS
 from .module import Computation, Instruction, Module
+from .fusing import param_name
 from .rewriter import has_side_effect, uniquer
 
 # Walks over every instruction test the CALLS trait before asking an instruction for its
@@ -417,5 +418,5 @@ def dedupe_fusion_operands(fusion: Instruction) -> bool:
         if param.parameter_number != n:
             param.parameter_number = n
             if names is not None:
-                param.name = names.unique(f"param_{n}")
+                param.name = names.unique(param_name(n))
     return True
