@@ -17,7 +17,7 @@ VALUE_TYPES = {"hloc.ir.dtypes", "hloc.ir.shape", "hloc.ir.attrs", "hloc.ir.lite
                "hloc.ir.stackframes", "hloc.diagnostics"}
 GRAPH = {"hloc.ir.module", "hloc.ir.graph", "hloc.ir.rewriter", "hloc.ir.clone",
          "hloc.ir.call_graph", "hloc.ir.changes", "hloc.ir.control",
-         "hloc.ir.hooks", "hloc.ir.invariants"}
+         "hloc.ir.hooks", "hloc.ir.invariants", "hloc.ir.fusing"}
 REGISTRY_PREFIX = "hloc.ops"
 HIGH = ("hloc.passes", "hloc.interp", "hloc.syntax", "hloc.backend", "hloc.aot", "hloc.runner",
         "hloc.cli", "hloc.verify", "hloc.verifier", "hloc.printer", "hloc.inputs",
