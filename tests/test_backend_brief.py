@@ -149,3 +149,64 @@ def test_brief_parts_give_the_same_bits(stem, monkeypatch):
         bits.append([np.asarray(x).tobytes() for x in out])
     assert any(briefs[0]) and not any(briefs[1])
     assert bits[0] == bits[1]
+
+
+def _levels(text: str, opt_level: int = 3) -> list:
+    return jit.lower(hloc.parse(text), Options(opt_level=opt_level)).levels
+
+
+def test_which_parts_compile_at_the_brief_level():
+    small, large = 1 << 10, MIN_WORK // 12 + 1
+    assert _levels(_elementwise(small)) == [jit.BRIEF_LEVEL]
+    assert _levels(_elementwise(large)) == [None]           # the module's own level
+    assert _levels(_looped(BRIEF_LOOPED_WORK // 12 - 64)) == [jit.BRIEF_LEVEL]
+    assert _levels(_looped(BRIEF_LOOPED_WORK // 12 + 64)) == [None]
+    assert _levels(_softmax(64, 1024)) == [None]
+    assert _levels(_elementwise(small), opt_level=0) == [0]  # never above the options'
+    # per part: the CNN step's entry computation has loops of its own (the convolution's
+    # GEMM packing), its other parts only small kernels
+    m = hloc.parse((DUMPS / "cnn_train_step.after_optimizations.hlo").read_text())
+    levels = jit.lower(m, Options()).levels
+    assert None in levels and jit.BRIEF_LEVEL in levels
+
+
+def _objects_at(text: str, levels) -> list[bytes]:
+    low = jit.lower(hloc.parse(text), Options())
+    if levels is not None:
+        low.levels = [levels] * len(low.parts)
+    return jit.compile_objects(low, Options(), threads=2)
+
+
+def test_the_brief_level_changes_the_code():
+    text = _looped(BRIEF_LOOPED_WORK // 12 - 64)
+    assert _objects_at(text, None) == _objects_at(text, jit.BRIEF_LEVEL)
+    assert _objects_at(text, None) != _objects_at(text, 3)
+    # the level is the part's own: the same text compiles to the same object either way
+    assert _objects_at(text, 3) == _objects_at(text, 3)
+
+
+@pytest.mark.parametrize("stem", ["bert_train_step", "mlp_train_step", "looped"])
+def test_brief_level_gives_the_same_bits(stem, monkeypatch):
+    if stem == "looped":
+        n = BRIEF_LOOPED_WORK // 12 - 64
+        text, ins = _looped(n), [np.random.default_rng(0).standard_normal(n, np.float32)]
+    else:
+        d = load_npz(DUMPS / f"{stem}.npz")
+        ins = [d[f"in{i}"] for i in range(sum(1 for k in d if k.startswith("in") and k[2:].isdigit()))]
+        text = (DUMPS / f"{stem}.after_optimizations.hlo").read_text()
+    bits, levels = [], []
+    for force in (None, 3):
+        real = jit.lower
+
+        def lower(module, options, share_kernels=True, _force=force, _real=real):
+            low = _real(module, options, share_kernels)
+            if _force is not None:
+                low.levels = [_force] * len(low.parts)
+            levels.append(list(low.levels))
+            return low
+        monkeypatch.setattr("hloc.backend.executable.lower", lower)
+        m = hloc.parse(text, stem)
+        out = flatten_leaves(compile_module(m).run(bind_arguments(m, ins)), m.entry.root.shape)
+        bits.append([np.asarray(x).tobytes() for x in out])
+    assert jit.BRIEF_LEVEL in levels[0] and set(levels[1]) == {3}
+    assert bits[0] == bits[1]

@@ -12,6 +12,10 @@ sample). Everything else, short, still goes through the locked API. Where this
 llvmlite lacks that handle (another version), parts compile one after another through
 the public API: same objects, no parallelism.
 
+Each part has its own level (hloc.backend.jit.BRIEF_LEVEL), for both its optimiser
+(the pipeline's speed level) and its code generation (the target machine's; each thread
+keeps one per level): settings of the part's own pipeline and machine, not options.
+
 A part whose loops all run briefly (hloc.backend.computation.Functions.brief: small
 kernels, no library loops; hloc.backend.jit.lower marks every part of a module or none)
 is compiled with BRIEF_OPTIONS: code generation without loop
@@ -140,24 +144,28 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
 
 def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
                 stats: Stats | None = None, slp: list[bool] | None = None,
-                brief: list[bool] | None = None) -> list[bytes]:
+                brief: list[bool] | None = None, levels: list[int] | None = None) -> list[bytes]:
     """The objects of `texts`, in order, compiled on up to `threads` threads (largest
-    first, each thread taking the next when done, with one target machine per thread;
-    `slp`: per text, SLP on or off, default on; `brief`: per text, whether it compiles
-    with BRIEF_OPTIONS, default not). Objects do not depend on `threads`."""
-    slp = list(slp) if slp is not None else [True] * len(texts)
-    brief = list(brief) if brief is not None else [False] * len(texts)
-    out: list = [None] * len(texts)
+    first, each thread taking the next when done; `make_tm(level)`: a target machine
+    whose code generation runs at `level`, made once per thread and level; `slp`: per
+    text, SLP on or off, default on; `brief`: per text, whether it compiles with
+    BRIEF_OPTIONS, default not; `levels`: per text, the level of both its optimiser and
+    its code generation, default `opt_level`). Objects do not depend on `threads`."""
+    n = len(texts)
+    slp = list(slp) if slp is not None else [True] * n
+    brief = list(brief) if brief is not None else [False] * n
+    levels = list(levels) if levels is not None else [opt_level] * n
+    out: list = [None] * n
     with OPTIONS_LOCK:
         for phase in (False, True):
-            ks = [k for k in range(len(texts)) if bool(brief[k]) == phase]
+            ks = [k for k in range(n) if bool(brief[k]) == phase]
             if not ks:
                 continue
             if phase:
                 set_options(BRIEF_OPTIONS)
             try:
-                objs = _compile_all([texts[k] for k in ks], make_tm, opt_level, threads, stats,
-                                    [slp[k] for k in ks])
+                objs = _compile_all([texts[k] for k in ks], make_tm, threads, stats,
+                                    [slp[k] for k in ks], [levels[k] for k in ks])
             finally:
                 if phase:
                     set_options(DEFAULT_OPTIONS)
@@ -166,27 +174,32 @@ def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
     return out
 
 
-def _compile_all(texts, make_tm, opt_level, threads, stats, slp) -> list[bytes]:
+def _compile_all(texts, make_tm, threads, stats, slp, levels) -> list[bytes]:
     threads = max(1, min(threads, len(texts)))
     if threads == 1 or not available():
-        tm = make_tm()
-        return [compile_one(t, lambda: tm, opt_level, False, stats, s) for t, s in zip(texts, slp)]
+        tms: dict = {}
+        for lv in levels:
+            if lv not in tms:
+                tms[lv] = make_tm(lv)
+        return [compile_one(t, lambda lv=lv: tms[lv], lv, False, stats, s)
+                for t, s, lv in zip(texts, slp, levels)]
     order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
     out: list = [None] * len(texts)
     errors: list[BaseException] = []
     lock = threading.Lock()
 
     def work():
-        tm = None
+        tms: dict = {}                      # this thread's target machines, by level
         while True:
             with lock:
                 if not order or errors:
                     return
                 k = order.pop(0)
             try:
-                if tm is None:
-                    tm = make_tm()
-                out[k] = compile_one(texts[k], lambda: tm, opt_level, True, stats, slp[k])
+                lv = levels[k]
+                if lv not in tms:
+                    tms[lv] = make_tm(lv)
+                out[k] = compile_one(texts[k], lambda: tms[lv], lv, True, stats, slp[k])
             except BaseException as e:      # re-raised in the caller's thread
                 with lock:
                     errors.append(e)

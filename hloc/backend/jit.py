@@ -10,7 +10,8 @@ optimises and emits on several threads, hloc.backend.compile_threads; the part c
 depends on the module alone, so objects do not depend on the machine's cores; a part
 holding a very large function is optimised without SLP, SLP_MAX_INSTRUCTIONS; a module
 whose loops all run briefly is compiled without loop strength reduction and partial
-unrolling, compile_threads.BRIEF_OPTIONS). The
+unrolling, compile_threads.BRIEF_OPTIONS; a part whose loops all run briefly is optimised
+and code-generated at BRIEF_LEVEL). The
 objects are checked against the runtime table before they are loaded into one engine,
 and the engine that owns the code is kept by the returned `NativeCode` as long as
 anyone can call into it.
@@ -49,6 +50,15 @@ MAX_PARTS = 8
 # still runs; XLA:CPU has SLP off everywhere). Smaller functions keep it (the f64 scan
 # body's 3x3 products need it).
 SLP_MAX_INSTRUCTIONS = 8000
+# The level (optimiser and code generation) of a part whose functions all run their loops
+# briefly (hloc.backend.computation.Functions.brief: kernels under a MiB, or 64 KiB in a
+# while loop; computations of calls and loops). O1 leaves out GVN, DSE, jump threading and
+# the like, which on such code buy nothing measurable (grad(scan), the MLP and BERT steps,
+# the f64 scan: run time within 1 %), and code generation at "less" leaves out the post-RA
+# scheduler: grad(scan)'s LLVM CPU 390 -> 245 ms, MLP 160 -> 135, BERT 1700 -> 1550.
+# Long loops keep the module's level: at O1 the row and streaming kernels ran 5-30 %
+# slower. Set per part: the level is a pipeline setting, not a process-wide option.
+BRIEF_LEVEL = 1
 _host = None
 
 
@@ -93,12 +103,14 @@ class Lowered:
     """The LLVM module of one HLO module and what the runtime needs to call it."""
 
     def __init__(self, ir_text: str, arena: int, entry_comp, sites=(), parts=None, slp=None,
-                 brief=None):
+                 brief=None, levels=None):
         self.ir_text = ir_text
         self.parts = list(parts) if parts else [ir_text]    # what compiles, one object each
         self.slp = list(slp) if slp is not None else [True] * len(self.parts)   # per part
         # per part: every loop in it runs briefly (compile_threads.BRIEF_OPTIONS)
         self.brief = list(brief) if brief is not None else [False] * len(self.parts)
+        # per part: LLVM's level for it (optimiser and code generation), None: the options'
+        self.levels = list(levels) if levels is not None else [None] * len(self.parts)
         self.arena = arena
         self.entry_comp = entry_comp
         self.sites = list(sites)         # profiled kernel sites (hloc.backend.profile)
@@ -147,7 +159,9 @@ def lower(module, options: Options, share_kernels: bool = True) -> Lowered:
     brief |= {f.name for f in mcx.module.functions if "optnone" in f.attributes}
     every = all(m <= brief for m in sp.members)
     lowered = Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts,
-                      [not (m & large) for m in sp.members], [every] * len(sp.parts))
+                      [not (m & large) for m in sp.members], [every] * len(sp.parts),
+                      [min(options.opt_level, BRIEF_LEVEL) if m <= brief else None
+                       for m in sp.members])
     lowered.kernels_merged = fns.kernels.merged if fns.kernels is not None else 0
     inplace = fns.plans[id(module.entry)].inplace
     # (out leaf, param leaf, kind, whether the output lives in the parameter's buffer)
@@ -226,9 +240,9 @@ def compile_objects(lowered: Lowered, options: Options, threads: int | None = No
     `threads` threads (None: every core) and checked against the runtime table;
     `stats` (compile_threads.Stats) collects seconds per LLVM phase."""
     threads = compile_threads_default() if threads is None else threads
-    objs = compile_threads.compile_all(lowered.parts, lambda: compile_machine(options.opt_level),
-                                       options.opt_level, threads, stats, lowered.slp,
-                                       lowered.brief)
+    levels = [options.opt_level if lv is None else lv for lv in lowered.levels]
+    objs = compile_threads.compile_all(lowered.parts, compile_machine, options.opt_level,
+                                       threads, stats, lowered.slp, lowered.brief, levels)
     runtime.check_objects(objs)
     return objs
 
