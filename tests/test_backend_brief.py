@@ -133,7 +133,7 @@ def test_brief_parts_give_the_same_bits(stem, monkeypatch):
     for force in ((True, False) if stem == "softmax" else (None, False)):
         real = jit.lower
 
-        def lower(module, options, share_kernels=True, _force=force, _real=real):
+        def lower(module, options, share_kernels=True, ahead=False, _force=force, _real=real):
             low = _real(module, options, share_kernels)
             if _force is not None:
                 low.brief = [_force] * len(low.parts)
@@ -198,7 +198,7 @@ def test_brief_level_gives_the_same_bits(stem, monkeypatch):
     for force in (None, 3):
         real = jit.lower
 
-        def lower(module, options, share_kernels=True, _force=force, _real=real):
+        def lower(module, options, share_kernels=True, ahead=False, _force=force, _real=real):
             low = _real(module, options, share_kernels)
             if _force is not None:
                 low.levels = [_force] * len(low.parts)

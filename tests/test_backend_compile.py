@@ -219,3 +219,55 @@ ENTRY %main (p: f32[16]) -> f32[16] {
 """
     x = np.random.default_rng(0).standard_normal(16).astype(np.float32)
     np.testing.assert_array_equal(compile_module(hloc.parse(text)).run([x]), np.sort(x))
+
+
+@pytest.mark.parametrize("stem", ["scan_rnn", "nested_control_flow", "bert_train_step"])
+def test_units_compiled_ahead_give_the_same_text_objects_and_bits(stem, monkeypatch):
+    """Large computations compile on a thread of their own while the rest of the module
+    is generated (jit.lower(ahead=True)): the whole module's text is unchanged, the units
+    come first as parts of their own, their objects do not depend on how they were
+    compiled, and the bits are those of the module compiled without them."""
+    from hloc.backend import computation
+    if stem != "bert_train_step":            # every computation its own unit
+        monkeypatch.setattr(computation, "OWN_UNIT_INSTRUCTIONS", 0)
+    text, ins = _case(stem)
+    lows = {ahead: jit.lower(hloc.parse(text, stem), Options(), ahead=ahead)
+            for ahead in (False, True)}
+    plain, ahead = lows[False], lows[True]
+    assert plain.units == 0 and ahead.units >= 1 and ahead.ahead is not None
+    assert ahead.ir_text == plain.ir_text
+    for part in ahead.parts[:ahead.units]:
+        heads = [line for line in part.splitlines() if line.startswith("define ")
+                 and "internal" not in line]
+        assert len(heads) == 1 and '@"comp.' in heads[0] and "noinline" in heads[0]
+        llvm.parse_assembly(part).verify()
+    objs = jit.compile_objects(ahead, Options(), threads=2)
+    assert ahead.ahead is None
+    again = jit.lower(hloc.parse(text, stem), Options(), ahead=True)
+    assert again.parts == ahead.parts
+    again.ahead.close()                      # nothing taken ahead: all compiled here
+    again.ahead.wait()
+    again.ahead = None
+    assert jit.compile_objects(again, Options(), threads=1) == objs
+    m = hloc.parse(text, stem)
+    args = bind_arguments(m, ins)
+    exes = [compile_module(hloc.parse(text, stem))]        # Executable compiles ahead
+    monkeypatch.setattr("hloc.backend.executable.lower",
+                        lambda module, options, ahead=False: jit.lower(module, options))
+    exes.append(compile_module(hloc.parse(text, stem)))
+    assert len(exes[0].code.objects) > len(exes[1].code.objects) or stem == "bert_train_step"
+    assert _bits(exes[0], m, args) == _bits(exes[1], m, args)
+
+
+def test_a_unit_that_reads_shared_state_is_not_compiled_ahead():
+    m = _toy_module()                        # bump_a/bump_b read and write @"counter"
+    assert partition.unit_part(m, m.globals["bump_a"], {}, roots=("entry",)) is None
+    f = ir.Function(m, ir.FunctionType(ir.VoidType(), []), name="quiet")
+    f.attributes.add("noinline")
+    ir.IRBuilder(f.append_basic_block()).ret_void()
+    text, members = partition.unit_part(m, f, {}, roots=("entry",))
+    assert members == {"quiet"}
+    llvm.parse_assembly(text).verify()
+    sp = partition.split(m, 1, 8, roots=("entry",), units=[("quiet", text, members)])
+    assert sp.units == 1 and sp.parts[0] == text
+    assert sum('define void @"quiet"' in p for p in sp.parts) == 1

@@ -12,6 +12,10 @@ sample). Everything else, short, still goes through the locked API. Where this
 llvmlite lacks that handle (another version), parts compile one after another through
 the public API: same objects, no parallelism.
 
+`Ahead` compiles parts on a thread of its own while the caller goes on generating the
+rest of the module in Python (hloc.backend.jit.lower: a large computation's part as soon
+as its code is complete); `compile_all` then compiles the rest beside it.
+
 Each part has its own level (hloc.backend.jit.BRIEF_LEVEL), for both its optimiser
 (the pipeline's speed level) and its code generation (the target machine's; each thread
 keeps one per level): settings of the part's own pipeline and machine, not options.
@@ -31,9 +35,10 @@ step's LLVM CPU time fell by another sixth (2.09 -> 1.75 s; MLP step 196 -> 162 
 1.5 % of its run time (MLP and the scans unchanged), bits unchanged on every dump and
 benchmark module.
 LLVM reads these options from process-wide `cl::opt`s, so
-compile_all compiles the parts in two phases, each with its options set while no other
-part compiles: everything in hloc that runs LLVM's optimiser or code generator holds
-OPTIONS_LOCK, and outside a brief phase the options are DEFAULT_OPTIONS, set first by
+compile_all compiles the parts in two phases, each with its options set while no compile
+under other options runs: everything in hloc that runs LLVM's optimiser or code
+generator holds OPTIONS_LOCK for the options it needs (compiles under the same options
+run at once), and with no compile running the options are DEFAULT_OPTIONS, set first by
 hloc.backend.jit.host. `-unroll-allow-partial`, once given, overrides the target's own
 choice for good, so it is given from the start, in every compile, and code never depends
 on whether a brief compile came before; `true` is LLVM's own choice where the CPU's
@@ -59,12 +64,50 @@ except AttributeError:              # pragma: no cover - another llvmlite
 
 BRIEF_OPTIONS = ("-disable-lsr=true", "-unroll-allow-partial=false")
 DEFAULT_OPTIONS = ("-disable-lsr=false", "-unroll-allow-partial=true")
-OPTIONS_LOCK = threading.RLock()
 
 
 def set_options(options) -> None:
     for o in options:
         llvm.set_option("", o)
+
+
+class _Options:
+    """Who may compile under which process-wide options: any number of compiles under the
+    same ones at once (the parts of one module on several threads, a part compiled
+    ahead beside them), a compile under others waits until none runs. `with
+    OPTIONS_LOCK:` compiles under DEFAULT_OPTIONS; with no compile left the options are
+    back at DEFAULT_OPTIONS."""
+
+    def __init__(self):
+        self._cond = threading.Condition(threading.Lock())
+        self._current = None               # what was last set here
+        self._users = 0
+
+    def acquire(self, options) -> None:
+        with self._cond:
+            while self._users and self._current != options:
+                self._cond.wait()
+            if self._current != options:
+                set_options(options)
+                self._current = options
+            self._users += 1
+
+    def release(self) -> None:
+        with self._cond:
+            self._users -= 1
+            if not self._users and self._current != DEFAULT_OPTIONS:
+                set_options(DEFAULT_OPTIONS)
+                self._current = DEFAULT_OPTIONS
+            self._cond.notify_all()
+
+    def __enter__(self):
+        self.acquire(DEFAULT_OPTIONS)
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+OPTIONS_LOCK = _Options()
 
 
 def available() -> bool:
@@ -156,22 +199,88 @@ def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
     brief = list(brief) if brief is not None else [False] * n
     levels = list(levels) if levels is not None else [opt_level] * n
     out: list = [None] * n
-    with OPTIONS_LOCK:
-        for phase in (False, True):
-            ks = [k for k in range(n) if bool(brief[k]) == phase]
-            if not ks:
-                continue
-            if phase:
-                set_options(BRIEF_OPTIONS)
-            try:
-                objs = _compile_all([texts[k] for k in ks], make_tm, threads, stats,
-                                    [slp[k] for k in ks], [levels[k] for k in ks])
-            finally:
-                if phase:
-                    set_options(DEFAULT_OPTIONS)
-            for k, obj in zip(ks, objs):
-                out[k] = obj
+    for phase in (False, True):
+        ks = [k for k in range(n) if bool(brief[k]) == phase]
+        if not ks:
+            continue
+        OPTIONS_LOCK.acquire(BRIEF_OPTIONS if phase else DEFAULT_OPTIONS)
+        try:
+            objs = _compile_all([texts[k] for k in ks], make_tm, threads, stats,
+                                [slp[k] for k in ks], [levels[k] for k in ks])
+        finally:
+            OPTIONS_LOCK.release()
+        for k, obj in zip(ks, objs):
+            out[k] = obj
     return out
+
+
+class Ahead:
+    """Parts compiled one after another on a thread of their own while the caller goes
+    on (hloc.backend.jit.lower hands over a unit's part as soon as its code is complete).
+    `close()` takes no more and gives back the indices of the parts not started, for
+    the caller to compile with the rest; `wait()` gives {index: object} of the others."""
+
+    def __init__(self, make_tm):
+        self.make_tm = make_tm
+        self.stats = Stats()
+        self._lock = threading.Lock()
+        self._todo: list = []             # (index, text, level, slp, brief)
+        self._done: dict = {}
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def submit(self, index: int, text: str, level: int, slp: bool, brief: bool) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("parts submitted after close()")
+            self._todo.append((index, text, level, slp, brief))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="hloc-llvm-ahead",
+                                                daemon=True)
+                self._thread.start()
+
+    def _work(self) -> None:
+        tms: dict = {}
+        while True:
+            with self._lock:
+                if not self._todo or self._closed or self._error is not None:
+                    self._thread = None
+                    return
+                index, text, level, slp, brief = self._todo.pop(0)
+            try:
+                if level not in tms:
+                    tms[level] = self.make_tm(level)
+                OPTIONS_LOCK.acquire(BRIEF_OPTIONS if brief else DEFAULT_OPTIONS)
+                try:
+                    obj = compile_one(text, lambda: tms[level], level, True, self.stats, slp)
+                finally:
+                    OPTIONS_LOCK.release()
+                with self._lock:
+                    self._done[index] = obj
+            except BaseException as e:      # re-raised by wait()
+                with self._lock:
+                    self._error = e
+                    self._thread = None
+                return
+
+    def close(self) -> list[int]:
+        with self._lock:
+            self._closed = True
+            left = [index for index, *_ in self._todo]
+            self._todo = []
+            return left
+
+    def wait(self) -> dict:
+        while True:
+            with self._lock:
+                thread = self._thread
+            if thread is None:
+                break
+            thread.join()
+        if self._error is not None:
+            raise self._error
+        return dict(self._done)
 
 
 def _compile_all(texts, make_tm, threads, stats, slp, levels) -> list[bytes]:

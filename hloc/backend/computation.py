@@ -56,6 +56,9 @@ class Functions:
         # runtime helpers) does not.
         self.brief: dict[str, bool] = {}
         self._looped: set[int] = set()     # computations run inside a while loop
+        # called with each function made noinline by OWN_UNIT_INSTRUCTIONS once its code
+        # is complete (its callees come first): hloc.backend.jit compiles it ahead
+        self.on_unit = None
 
     def note_brief(self, name: str, brief: bool) -> None:
         """A shared kernel is brief only if each of its instructions is."""
@@ -120,6 +123,8 @@ class Functions:
         _Emitter(self, comp, plan, fn).run()
         if self.weight(fn) > OWN_UNIT_INSTRUCTIONS:
             fn.attributes.add("noinline")
+            if self.on_unit is not None:
+                self.on_unit(fn)
 
     def weight(self, fn: ir.Function) -> int:
         """LLVM instructions in `fn` with the kernels (alwaysinline) and computations

@@ -135,7 +135,7 @@ class Executable:
                 prepare(module)
             times["hlo_passes"] = time.perf_counter() - t
             t = time.perf_counter()
-            self.lowered = lowered = lower(module, options)
+            self.lowered = lowered = lower(module, options, ahead=True)
             times["ir_gen"] = time.perf_counter() - t
             t = time.perf_counter()
             stats = Stats()

@@ -11,7 +11,9 @@ depends on the module alone, so objects do not depend on the machine's cores; a 
 holding a very large function is optimised without SLP, SLP_MAX_INSTRUCTIONS; a module
 whose loops all run briefly is compiled without loop strength reduction and partial
 unrolling, compile_threads.BRIEF_OPTIONS; a part whose loops all run briefly is optimised
-and code-generated at BRIEF_LEVEL). The
+and code-generated at BRIEF_LEVEL; with `ahead`, a large computation's part starts
+compiling on a thread of its own as soon as its code is complete, beside the rest of IR
+generation: grad(scan)'s scan bodies, BERT's layer loop). The
 objects are checked against the runtime table before they are loaded into one engine,
 and the engine that owns the code is kept by the returned `NativeCode` as long as
 anyone can call into it.
@@ -111,15 +113,33 @@ class Lowered:
         self.brief = list(brief) if brief is not None else [False] * len(self.parts)
         # per part: LLVM's level for it (optimiser and code generation), None: the options'
         self.levels = list(levels) if levels is not None else [None] * len(self.parts)
+        self.ahead = None                # compile_threads.Ahead compiling the first parts
+        self.units = 0                   # ... that many (jit.lower with ahead=True)
         self.arena = arena
         self.entry_comp = entry_comp
         self.sites = list(sites)         # profiled kernel sites (hloc.backend.profile)
 
 
+def _brief_names(fns: Functions, mcx) -> set:
+    """Functions whose loops all run briefly (optnone ones are left alone by the passes
+    concerned; the entry wrapper has no loop)."""
+    brief = {n for n, b in fns.brief.items() if b} | {ENTRY}
+    return brief | {f.name for f in mcx.module.functions if "optnone" in f.attributes}
+
+
+def _part_settings(fns: Functions, members: set, brief: set, options: Options):
+    """(SLP on, level) of a part: SLP_MAX_INSTRUCTIONS, BRIEF_LEVEL."""
+    large = any(fns.weight(f) > SLP_MAX_INSTRUCTIONS for f in fns.fns.values()
+                if f.name in members)
+    return not large, (min(options.opt_level, BRIEF_LEVEL) if members <= brief else None)
+
+
 @gc_paused
-def lower(module, options: Options, share_kernels: bool = True) -> Lowered:
+def lower(module, options: Options, share_kernels: bool = True, ahead: bool = False) -> Lowered:
     """`share_kernels`: identical kernels compile once (hloc.backend.dedup); the code
-    computes the same either way."""
+    computes the same either way. `ahead`: a unit's part (hloc.backend.partition) starts
+    compiling on a thread of its own as soon as its code is complete (`compile_objects`
+    takes its object over); its object is the same either way."""
     from .expand import for_codegen
     module = for_codegen(module)          # batch-norm expanded, as XLA:CPU always does
     _, _, feats, triple = host()
@@ -127,9 +147,31 @@ def lower(module, options: Options, share_kernels: bool = True) -> Lowered:
     mcx = ModuleContext(module.name, options, triple, str(tm.target_data))
     mcx.features = feats                  # the target's, for code that depends on them
     fns = Functions(mcx, share_kernels)
+    units, printed = [], {}               # (name, text, members, settings); texts printed
+    pending = compile_threads.Ahead(compile_machine) \
+        if ahead and compile_threads.available() else None
+
+    def on_unit(fn):
+        got = partition.unit_part(mcx.module, fn, printed, roots=(ENTRY,))
+        if got is None:
+            return
+        text, members = got
+        brief = _brief_names(fns, mcx)
+        slp, level = _part_settings(fns, members, brief, options)
+        settings = (slp, members <= brief, level)
+        pending.submit(len(units), text, options.opt_level if level is None else level,
+                       slp, members <= brief)
+        units.append((fn.name, text, members, settings))
+    if pending is not None:
+        fns.on_unit = on_unit
     donated = alias_leaves(module, options.donate)
     fns.donated = (module.entry, donated)
-    entry = fns.compile(module.entry)
+    try:
+        entry = fns.compile(module.entry)
+    except BaseException:
+        if pending is not None:
+            pending.close()               # what it has started finishes, unused
+        raise
     wrapper = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, PTR]), name=ENTRY)
     for a, n in zip(wrapper.args, ("params", "outs", "temp")):
         a.name = n
@@ -148,20 +190,28 @@ def lower(module, options: Options, share_kernels: bool = True) -> Lowered:
         b.call(entry, list(wrapper.args))
     b.ret_void()
     sites = mcx.profiler.sites if mcx.profiler is not None else []
-    sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=(ENTRY,))
-    large = {f.name for f in fns.fns.values() if fns.weight(f) > SLP_MAX_INSTRUCTIONS}
-    # A module whose functions all run their loops briefly (optnone ones are left alone by
-    # the passes concerned; the entry wrapper has no loop) compiles the cheaper way. All
-    # parts or none: brief and other parts compile in separate phases (the option is
-    # process-wide), which would leave a core idle (CNN step: 341 ms alone, then 95 and
-    # 141 ms side by side, against 341 beside 236 in one phase).
-    brief = {n for n, b in fns.brief.items() if b} | {ENTRY}
-    brief |= {f.name for f in mcx.module.functions if "optnone" in f.attributes}
-    every = all(m <= brief for m in sp.members)
+    sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=(ENTRY,),
+                         units=[u[:3] for u in units], printed=printed)
+    if pending is not None:
+        if sp.units != len(units):        # the module could not be split after all
+            pending.close()
+            units, pending = [], None
+    # A module whose functions all run their loops briefly compiles the cheaper way. All
+    # parts or none (but units, compiled ahead, each by its own): brief and other parts
+    # compile in separate phases (the option is process-wide), which would leave a core
+    # idle (CNN step: 341 ms alone, then 95 and 141 ms side by side, against 341 beside
+    # 236 in one phase).
+    brief = _brief_names(fns, mcx)
+    rest = sp.members[len(units):]
+    every = all(m <= brief for m in rest)
+    settings = [u[3] for u in units] + [
+        (slp, every, level) for slp, level in (_part_settings(fns, m, brief, options)
+                                               for m in rest)]
     lowered = Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts,
-                      [not (m & large) for m in sp.members], [every] * len(sp.parts),
-                      [min(options.opt_level, BRIEF_LEVEL) if m <= brief else None
-                       for m in sp.members])
+                      [s[0] for s in settings], [s[1] for s in settings],
+                      [s[2] for s in settings])
+    lowered.ahead = pending               # compiling the first `units` parts
+    lowered.units = len(units)
     lowered.kernels_merged = fns.kernels.merged if fns.kernels is not None else 0
     inplace = fns.plans[id(module.entry)].inplace
     # (out leaf, param leaf, kind, whether the output lives in the parameter's buffer)
@@ -241,8 +291,22 @@ def compile_objects(lowered: Lowered, options: Options, threads: int | None = No
     `stats` (compile_threads.Stats) collects seconds per LLVM phase."""
     threads = compile_threads_default() if threads is None else threads
     levels = [options.opt_level if lv is None else lv for lv in lowered.levels]
-    objs = compile_threads.compile_all(lowered.parts, compile_machine, options.opt_level,
-                                       threads, stats, lowered.slp, lowered.brief, levels)
+    ahead, lowered.ahead = lowered.ahead, None
+    n = len(lowered.parts)
+    todo = list(range(n))
+    if ahead is not None:                 # the parts it has not started are compiled here
+        left = set(ahead.close())
+        todo = [k for k in todo if k >= lowered.units or k in left]
+    pick = lambda xs: [xs[k] for k in todo]   # noqa: E731
+    objs = dict(zip(todo, compile_threads.compile_all(
+        pick(lowered.parts), compile_machine, options.opt_level, threads, stats,
+        pick(lowered.slp), pick(lowered.brief), pick(levels))))
+    if ahead is not None:
+        objs.update(ahead.wait())
+        if stats is not None:
+            for phase, s in ahead.stats.seconds.items():
+                stats.seconds[phase] += s
+    objs = [objs[k] for k in range(n)]
     runtime.check_objects(objs)
     return objs
 

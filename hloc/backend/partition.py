@@ -21,6 +21,13 @@ A module small enough for one part gets the same treatment (its inlinable kernel
 internal: LLVM then drops them once inlined instead of also compiling each on its own).
 References are read from each global value's printed text (`@"name"`), which llvmlite
 always quotes. Parts are deterministic in the module, so their objects are too.
+
+A *unit* is an owned function whose code is complete while the rest of the module is
+still being generated (a large computation such as a scan body: its callees come first):
+`unit_part` makes its part then (itself, its shared closure, declarations, copies of the
+private constants it reads), so it can compile while Python goes on (hloc.backend.jit);
+`split` then puts the units first and deals out the rest. A unit whose closure reads
+any other global, or a module that cannot be split, has no unit parts.
 """
 from __future__ import annotations
 
@@ -38,10 +45,11 @@ class Split:
     """The printed module (`text`), its parts' texts (`parts`: one when not split) and the
     names of the functions each part defines (`members`)."""
 
-    def __init__(self, text: str, parts: list[str], members: list[set]):
+    def __init__(self, text: str, parts: list[str], members: list[set], units: int = 0):
         self.text = text
         self.parts = parts
         self.members = members
+        self.units = units           # the first `units` parts are the units' own
 
 
 def _declaration(fn_text: str) -> str:
@@ -73,18 +81,76 @@ def _with_linkage(g, linkage: str) -> str:
     return text if isinstance(g, ir.Function) else f"{g.get_reference()} = {text}"
 
 
-def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split:
-    """`module` printed whole and as about one part per `part_bytes` of function text,
-    at most `max_parts` (`roots`: functions that must stay external, e.g. the entry
-    looked up by name)."""
+def _header(module: ir.Module) -> list[str]:
     header = [f'; ModuleID = "{module.name}"', f'target triple = "{module.triple}"',
               f'target datalayout = "{module.data_layout}"', ""]
-    header += [t.get_declaration() for t in module.get_identified_types().values()]
+    return header + [t.get_declaration() for t in module.get_identified_types().values()]
+
+
+def _shared(fn, roots) -> bool:
+    return fn.name not in roots and (fn.linkage in _PRIVATE or "noinline" not in fn.attributes)
+
+
+def unit_part(module: ir.Module, fn: ir.Function, printed: dict, roots=()):
+    """(text, member names) of a part of its own for `fn`, an owned function whose code
+    and callees are complete, or None where it cannot have one (see the module's
+    docstring). `printed`: global value name -> text, filled here and read by `split`
+    (a function is printed once; what a unit reaches does not change after)."""
+    if module.metadata or module.namedmetadata or _shared(fn, roots):
+        return None
+    by_name = module.globals
+
+    def text(name: str) -> str:
+        t = printed.get(name)
+        if t is None:
+            t = printed[name] = irtext.text(by_name[name])
+        return t
+
+    members, stack, reached = {fn.name}, [fn.name], set()
+    while stack:
+        for r in dict.fromkeys(_REF.findall(text(stack.pop()))):
+            g = by_name.get(r)
+            if g is None or r in members:
+                continue
+            if isinstance(g, ir.Function) and not g.is_declaration and _shared(g, roots):
+                members.add(r)
+                stack.append(r)
+            elif isinstance(g, ir.GlobalVariable) and not (
+                    g.global_constant and g.linkage in _PRIVATE
+                    and set(_REF.findall(text(r))) <= {r}):
+                return None              # state other parts share, or a function's address
+            else:
+                reached.add(r)
+    lines = _header(module)
+    for v in by_name.values():           # in the module's order
+        n = v.name
+        if n in members:
+            lines.append(_with_linkage(v, "internal") if n != fn.name and v.linkage not in _PRIVATE
+                         else text(n))
+        elif n in reached:
+            if isinstance(v, ir.Function) and not v.is_declaration:
+                lines.append(_declaration(text(n)))
+            else:
+                lines.append(text(n))
+    return "\n".join(lines), members
+
+
+def split(module: ir.Module, part_bytes: int, max_parts: int, roots=(), units=(),
+          printed=None) -> Split:
+    """`module` printed whole and as about one part per `part_bytes` of function text,
+    at most `max_parts` (`roots`: functions that must stay external, e.g. the entry
+    looked up by name), after the parts of `units` ((function name, text, members), as
+    unit_part made them, in order; `Split.units` is how many were kept: none where the
+    module cannot be split; `printed`: unit_part's texts)."""
+    header = _header(module)
     values = list(module.globals.values())
-    texts = {v.name: irtext.text(v) for v in values}     # = str(v), faster
+    printed = printed or {}
+    texts = {v.name: printed.get(v.name) or irtext.text(v) for v in values}   # = str(v)
     whole = "\n".join(header + [texts[v.name] for v in values])
+    unit_names = {n for n, _, _ in units}
     defined = [v for v in values if isinstance(v, ir.Function) and not v.is_declaration]
-    parts = min(max_parts, -(-sum(len(texts[f.name]) for f in defined) // max(part_bytes, 1)))
+    parts = max(1, min(max_parts, -(-sum(len(texts[f.name]) for f in defined)
+                                    // max(part_bytes, 1))) - len(units))
     every = [{f.name for f in defined}]
     if len(defined) < 2 or module.metadata or module.namedmetadata:
         return Split(whole, [whole], every)
@@ -96,11 +162,11 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
         return Split(whole, [whole], every)  # a function's address in a global: not split
 
     def shared(fn) -> bool:
-        return fn.name not in roots and (fn.linkage in _PRIVATE or "noinline" not in fn.attributes)
+        return _shared(fn, roots)
 
     # Each owned function and the shared functions it reaches (its closure).
     closure = {}
-    owned = [f for f in defined if not shared(f)]
+    owned = [f for f in defined if not shared(f) and f.name not in unit_names]
     for f in owned:
         seen, stack = {f.name}, [f.name]
         while stack:
@@ -113,6 +179,8 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
         closure[f.name] = seen
     size = {n: len(t) for n, t in texts.items()}
     if not owned:
+        if units:                         # (the entry is always owned)
+            raise AssertionError("units without the rest of the module")
         return Split(whole, [whole], every)
     members: list[set] = [set() for _ in range(max(1, min(parts, len(owned))))]
     weight = [0] * len(members)
@@ -163,4 +231,5 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
             elif n in used[k]:
                 lines.append(_declaration(texts[n]))
         out.append("\n".join(lines))
-    return Split(whole, out, members)
+    return Split(whole, [t for _, t, _ in units] + out, [set(m) for _, _, m in units] + members,
+                 len(units))
