@@ -210,3 +210,27 @@ def test_brief_level_gives_the_same_bits(stem, monkeypatch):
         bits.append([np.asarray(x).tobytes() for x in out])
     assert jit.BRIEF_LEVEL in levels[0] and set(levels[1]) == {3}
     assert bits[0] == bits[1]
+
+
+def test_compiles_under_other_options_wait_and_the_defaults_come_back():
+    import threading
+    opts = compile_threads._Options()
+    brief, default = compile_threads.BRIEF_OPTIONS, compile_threads.DEFAULT_OPTIONS
+    opts.acquire(brief)
+    opts.acquire(brief)                    # the same options: at once
+    got = []
+
+    def other():
+        opts.acquire(default)
+        got.append(opts._current)
+        opts.release()
+    t = threading.Thread(target=other)
+    t.start()
+    t.join(0.3)
+    assert not got                         # waits while brief compiles run
+    opts.release()
+    t.join(0.3)
+    assert not got
+    opts.release()
+    t.join(10)
+    assert got == [default] and opts._current == default
