@@ -20,7 +20,7 @@ NO_UNROLL = "llvm.loop.unroll.disable"
 FOLLOWUP = ("llvm.loop.vectorize.followup_all", [("llvm.loop.isvectorized", 1), NO_UNROLL])
 
 
-def _nest(mod: ir.Module, name: str) -> ir.Function:
+def _nest(mod: ir.Module, name: str, flags=()) -> ir.Function:
     """for i < 8: for j < 16: p[j] += 1 ; then a loop closed by a conditional branch."""
     f32 = ir.FloatType()
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [ir.PointerType()]), name)
@@ -29,7 +29,7 @@ def _nest(mod: ir.Module, name: str) -> ir.Function:
     with for_range(b, 0, 8, name="i"):
         with for_range(b, 0, 16, name="j") as j:
             p = b.gep(fn.args[0], [j], source_etype=f32)
-            b.store(b.fadd(b.load(p, typ=f32), ir.Constant(f32, 1.0)), p)
+            b.store(b.fadd(b.load(p, typ=f32), ir.Constant(f32, 1.0), flags=flags), p)
     pre, loop, end = b.block, fn.append_basic_block("do"), fn.append_basic_block("done")
     b.branch(loop)
     b.position_at_end(loop)
@@ -72,6 +72,18 @@ def test_hints_reach_every_part():
     for text in sp.parts + [sp.text]:
         assert "!llvm.loop !" in text
         llvm.parse_assembly(text).verify()      # every node a part references is there
+
+
+def test_row_hints_keep_interleaving_where_it_decides_bits_or_hides_latency():
+    seen = []
+
+    def record(loop):
+        seen.append((loop.innermost, row_groups._row_hints(loop)))
+        return []
+    for flags in ((), ("reassoc",)):
+        hint_loops(_nest(ir.Module("m"), "f", flags), record)
+    keep, once = row_groups._KEEP_INTERLEAVE, [row_groups._NO_UNROLL]
+    assert seen == [(True, once), (False, once), (True, keep), (False, once)]
 
 
 def test_row_kernel_is_not_unrolled_and_keeps_its_bits(monkeypatch, tmp_path):
