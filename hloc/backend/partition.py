@@ -87,6 +87,12 @@ def _header(module: ir.Module) -> list[str]:
     return header + [t.get_declaration() for t in module.get_identified_types().values()]
 
 
+def _metadata(module: ir.Module) -> list[str]:
+    """Unnamed metadata (loop hints: hloc.backend.loops.hint_loops), which goes whole into
+    every part: a node a part's functions do not reference is allowed and costs nothing."""
+    return [str(md).rstrip("\n") for md in module.metadata]
+
+
 def _shared(fn, roots) -> bool:
     return fn.name not in roots and (fn.linkage in _PRIVATE or "noinline" not in fn.attributes)
 
@@ -96,7 +102,7 @@ def unit_part(module: ir.Module, fn: ir.Function, printed: dict, roots=()):
     and callees are complete, or None where it cannot have one (see the module's
     docstring). `printed`: global value name -> text, filled here and read by `split`
     (a function is printed once; what a unit reaches does not change after)."""
-    if module.metadata or module.namedmetadata or _shared(fn, roots):
+    if module.namedmetadata or _shared(fn, roots):
         return None
     by_name = module.globals
 
@@ -132,7 +138,7 @@ def unit_part(module: ir.Module, fn: ir.Function, printed: dict, roots=()):
                 lines.append(_declaration(text(n)))
             else:
                 lines.append(text(n))
-    return "\n".join(lines), members
+    return "\n".join(lines + _metadata(module)), members   # the nodes made so far
 
 
 def split(module: ir.Module, part_bytes: int, max_parts: int, roots=(), units=(),
@@ -146,13 +152,14 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=(), units=()
     values = list(module.globals.values())
     printed = printed or {}
     texts = {v.name: printed.get(v.name) or irtext.text(v) for v in values}   # = str(v)
-    whole = "\n".join(header + [texts[v.name] for v in values])
+    metadata = _metadata(module)
+    whole = "\n".join(header + [texts[v.name] for v in values] + metadata)
     unit_names = {n for n, _, _ in units}
     defined = [v for v in values if isinstance(v, ir.Function) and not v.is_declaration]
     parts = max(1, min(max_parts, -(-sum(len(texts[f.name]) for f in defined)
                                     // max(part_bytes, 1))) - len(units))
     every = [{f.name for f in defined}]
-    if len(defined) < 2 or module.metadata or module.namedmetadata:
+    if len(defined) < 2 or module.namedmetadata:
         return Split(whole, [whole], every)
     by_name = {v.name: v for v in values}
     refs = {v.name: [r for r in dict.fromkeys(_REF.findall(texts[v.name]))
@@ -230,6 +237,6 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=(), units=()
                     lines.append(texts[n])
             elif n in used[k]:
                 lines.append(_declaration(texts[n]))
-        out.append("\n".join(lines))
+        out.append("\n".join(lines + metadata))
     return Split(whole, [t for _, t, _ in units] + out, [set(m) for _, _, m in units] + members,
                  len(units))
