@@ -264,9 +264,11 @@ def test_a_unit_that_reads_shared_state_is_not_compiled_ahead():
     assert partition.unit_part(m, m.globals["bump_a"], {}, roots=("entry",)) is None
     f = ir.Function(m, ir.FunctionType(ir.VoidType(), []), name="quiet")
     f.attributes.add("noinline")
-    ir.IRBuilder(f.append_basic_block()).ret_void()
+    b = ir.IRBuilder(f.append_basic_block())
+    b.ret_void().set_metadata("hloc.note", m.add_metadata([ir.Constant(ir.IntType(32), 7)]))
     text, members = partition.unit_part(m, f, {}, roots=("entry",))
     assert members == {"quiet"}
+    assert "!hloc.note !0" in text and "!0 = !{ i32 7 }" in text    # its metadata too
     llvm.parse_assembly(text).verify()
     sp = partition.split(m, 1, 8, roots=("entry",), units=[("quiet", text, members)])
     assert sp.units == 1 and sp.parts[0] == text
