@@ -15,7 +15,7 @@ from contextlib import nullcontext
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import (blas, buffers, collective_calls, conv_gemm, dedup, library_fusion, parallel,
+from . import (blas, irfast, buffers, collective_calls, conv_gemm, dedup, library_fusion, parallel,
                row_groups, split_reduce)
 from .profile import site_of
 from .context import fast_names, ptr_arg
@@ -36,6 +36,15 @@ OWN_UNIT_INSTRUCTIONS = 2500
 # inside a while loop, whose trip count is not known: the BERT step's layer loop runs
 # kernels of up to 37 KiB, a scan body's scalar kernels touch a few hundred bytes.
 BRIEF_LOOPED_WORK = 64 << 10
+_I32: dict[int, ir.Constant] = {}
+
+
+def _i32(k: int) -> ir.Constant:
+    """The i32 constant k (a slot of an array of pointers), made once."""
+    c = _I32.get(k)
+    if c is None:
+        c = _I32[k] = ir.Constant(I32, k)
+    return c
 
 
 class Functions:
@@ -177,9 +186,9 @@ class _Emitter:
         arr_t = ir.ArrayType(PTR, max(len(bufs), 1))
         with at_entry(b, self.fn):
             slot = opaque(b, b.alloca(arr_t))
+        zero = i64(0)
         for k, buf in enumerate(bufs):
-            b.store(self.ptr(buf), b.gep(slot, [i64(0), ir.Constant(I32, k)], source_etype=arr_t,
-                                         inbounds=True))
+            irfast.store(b, self.ptr(buf), irfast.gep(b, slot, [zero, _i32(k)], arr_t))
         return slot
 
     def memcpy(self, dst, src, n: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..interp.core import unsupported
+from . import irfast
 from .context import KernelBuilder, ptr_arg
 from .inplace import copy_operand, dus_base, emit_window, same_buffer
 from .parallel import touched_bytes
@@ -203,5 +204,5 @@ def _store(kb, gen, targets, index):
         val = v[k] if k is not None else v
         val = kb.fenced(val)
         off = index.offset_in(shape)
-        p = b.gep(ptr, [off], source_etype=storage_type(shape.dtype), inbounds=True)
+        p = irfast.gep(b, ptr, [off], storage_type(shape.dtype))
         store_elem(b, shape.dtype, val, p)

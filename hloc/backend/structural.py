@@ -14,6 +14,7 @@ from llvmlite import ir
 
 from ..interp.core import unsupported
 from ..ir.shape import ArrayShape
+from . import irfast
 from .conversions import convert_value
 from .loops import ZERO, Index, clamp_i64, i64, is_default_layout, minor_to_major
 from .registry import emits
@@ -35,7 +36,7 @@ def reader(kb_getter, shape, base_ptr_fn):
         off = index.offset_in(shape) if index.shape.dims == shape.dims else None
         if off is None:
             raise AssertionError("index of another shape")
-        ptr = b.gep(base_ptr_fn(), [off], source_etype=st, inbounds=True)
+        ptr = irfast.gep(b, base_ptr_fn(), [off], st)
         return load_elem(b, shape.dtype, ptr)
     return read
 
