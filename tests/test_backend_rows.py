@@ -87,7 +87,7 @@ def _groups(module):
 def _kernels(module, numerics="xla-cpu") -> list[str]:
     ir = emit_llvm(module, numerics=numerics, optimized=False)
     return [line.split("@")[1].split("(")[0].strip('"') for line in ir.splitlines()
-            if line.startswith("define") and "(ptr %\"args\"" in line]
+            if line.startswith("define") and 'i64 %"wg", i64 %"nwg")' in line]   # either ABI
 
 
 @pytest.mark.parametrize("text", [SOFTMAX, LAYERNORM], ids=["softmax", "layernorm"])

@@ -87,7 +87,10 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
     metadata = [str(md).rstrip("\n") for md in module.metadata]
     whole = "\n".join(header + [texts[v.name] for v in values] + metadata)
     defined = [v for v in values if isinstance(v, ir.Function) and not v.is_declaration]
-    parts = min(max_parts, -(-sum(len(texts[f.name]) for f in defined) // max(part_bytes, 1)))
+    # sizes count the arrays of pointers that calls of direct kernels leave out
+    # (hloc.backend.kernels.KERNEL_ARRAY_BYTES), as when the part sizes were tuned
+    size = {v.name: len(texts[v.name]) + getattr(v, "args_array_bytes", 0) for v in values}
+    parts = min(max_parts, -(-sum(size[f.name] for f in defined) // max(part_bytes, 1)))
     every = [{f.name for f in defined}]
     if len(defined) < 2 or module.namedmetadata:
         return Split(whole, [whole], every)
@@ -114,7 +117,6 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
                     seen.add(r)
                     stack.append(r)
         closure[f.name] = seen
-    size = {n: len(t) for n, t in texts.items()}
     if not owned:
         return Split(whole, [whole], every)
     members: list[set] = [set() for _ in range(max(1, min(parts, len(owned))))]
