@@ -33,7 +33,7 @@ from .context import KernelBuilder, ptr_arg
 from .kernels import KERNEL_TYPE, _fusion_env
 from .inplace import dus_base
 from .loops import Index, at_entry, for_range, i64, minor_to_major
-from . import parallel, row_hosts
+from . import parallel, row_ahead, row_hosts
 from .parallel import kernel_work
 from .registry import ELEMENTAL
 from .row_divide import RowDivide
@@ -285,6 +285,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     envs = []                      # kept alive: generators are memoised by id(env)
     absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
                 if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
+    ahead, ahead_k = _ahead(kb, group, lo, hi, ptr_of, leaves, envs, absorbed)
     with for_range(b, lo, hi, name="row") as r:
         for mid, h in group.hosts.items():       # row r of the host's buffer
             per_row = h.shape.size // rows
@@ -324,8 +325,13 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                     if total is not None:
                         total.reset()
                 kb.row_divide = None if exact else fast
-                _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
-                          None if total is None else total.add)
+                gen = ahead.current if ahead and k == 0 else _generator(kb, m, readers, envs)
+                beside = ahead.add if ahead and k == ahead_k and not exact else None
+                if beside:
+                    ahead.start(r, hi)
+                _row_loop(kb, m.shape, rows, r, gen, target, None if total is None else total.add, beside)
+                if beside:
+                    ahead.finish()
                 rd, kb.row_divide = kb.row_divide, None
                 return rd if rd is not None and rd.used else None
             if id(m) in again and fast is not None:
@@ -341,6 +347,23 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 store_elem(b, s_inst.shape.dtype, total.value(), s_ptr)
     b.ret_void()
     return fn
+
+
+def _ahead(kb, group, lo, hi, ptr_of, leaves, envs, absorbed):
+    """hloc.backend.row_ahead's carried first member, its value for row lo computed (when
+    the work group has rows), and the member whose loop computes it for the next row; or
+    (None, None) where the group does not take it."""
+    k = row_ahead.plan(group, kb.mcx.options, absorbed)
+    if k is None:
+        return None, None
+    m0 = group.members[0]
+    x, init = (reader(lambda: kb, o.shape, (lambda p=ptr_of[id(leaves(o)[0])]: p)) for o in m0.operands)
+    ahead = row_ahead.Ahead(kb, m0, x, init)
+    b = kb.b
+    with b.if_then(b.icmp_unsigned("<", lo, hi)):
+        _row_loop(kb, m0.shape, group.rows, lo, _generator(kb, m0, [x, init], envs), (ahead.slot, True))
+    kb.cache.clear()
+    return ahead, k
 
 
 def _row_sum_of(s, m, rows: int) -> bool:
@@ -409,9 +432,10 @@ def _row_reader(kb, shape, slot, r, rows):
     return read
 
 
-def _row_loop(kb, shape, rows, r, gen, target, on_value=None):
+def _row_loop(kb, shape, rows, r, gen, target, on_value=None, beside=None):
     """Row r of `shape`: gen at each position (physical order), stored into the buffer
-    (row r of it) or the row scratch; each value also passed to `on_value`."""
+    (row r of it) or the row scratch; each value also passed to `on_value`, each
+    position to `beside`."""
     b = kb.b
     order = list(reversed(minor_to_major(shape)))      # major to minor; order[0]: the rows
     per_row = shape.size // rows
@@ -433,5 +457,7 @@ def _row_loop(kb, shape, rows, r, gen, target, on_value=None):
     store_elem(b, shape.dtype, v, p)
     if on_value is not None:
         on_value(v)
+    if beside is not None:
+        beside(index)
     for cm in reversed(stack):
         cm.__exit__(None, None, None)

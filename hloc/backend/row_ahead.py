@@ -1,0 +1,92 @@
+"""A row group's leading max/min reduction computed one row ahead (hloc.backend.row_groups).
+
+Softmax's row group starts with the row's max (a pass that only streams the row in from
+memory: a load and a vmaxps per vector), then computes exp over the row (arithmetic
+bound: the row is in cache by then). One row after the other, the core waits on memory
+in the first loop and the memory system idles in the second. Here the max of row r+1 is
+accumulated inside row r's exp loop, at the same column, so the next row streams in while
+the exp's arithmetic runs; row r then only takes the max carried from the row before.
+The first row of a work group computes its max on its own first, and the last row of a
+group, having no next row in it, takes its own row again (in cache) instead.
+
+The accumulation is reductions.Extremum's, the reduce's own: exact in any order (nnan nsz
+max beside a NaN-detecting sum, with the exact loop where the fast result may be wrong),
+so the bits are those of the reduce in its own loop, whatever the thread count or work
+groups. Only in xla-cpu numerics (in ieee the exp is a libm call per element: nothing to
+overlap), for a first member that is a float max/min reduce of a group input over all
+but its rows, followed by a member over the same positions in the same layout.
+"""
+from __future__ import annotations
+
+from .loops import Index, i64, minor_to_major
+from .reductions import Extremum, exact_extremum, extremum_reduce
+from .types import storage_type
+
+ENABLED = True          # off: the first member in its own loop (for A/B measurements)
+
+
+def plan(group, options, absorbed=frozenset()) -> int | None:
+    """The member in whose row loop `group`'s first member is computed a row ahead, or
+    None. `absorbed`: members summed in the previous member's loop (row_groups); a loop
+    with such a reassociated sum is not taken (its vectorisation, and so the sum's bits,
+    could change with the added work)."""
+    ms = group.members
+    if not ENABLED or not options.xla or len(ms) < 2 or extremum_reduce(ms[0]) is None:
+        return None
+    m0 = ms[0]
+    x = m0.operands[0].shape
+    row = minor_to_major(x)[-1]
+    if not (m0.shape.size == group.rows and x.dims[row] == group.rows
+            and list(m0.attrs["dimensions"]) == sorted(d for d in range(x.rank) if d != row)):
+        return None
+    for k in range(1, len(ms)):
+        m = ms[k]
+        if k in absorbed or k + 1 in absorbed or m.shape.is_tuple or not m.shape.dtype.is_array:
+            continue
+        if m.shape.dims == x.dims and minor_to_major(m.shape) == minor_to_major(x):
+            return k
+    return None
+
+
+class Ahead:
+    """The carried value and next row's accumulators of reduce `m0` in kernel builder `kb`
+    (`x_read`, `init_read`: generators of its two operands)."""
+
+    def __init__(self, kb, m0, x_read, init_read):
+        self.kb, self.m0 = kb, m0
+        self.x_read, self.init_read = x_read, init_read
+        self.greater, _ = extremum_reduce(m0)
+        self.x_shape = m0.operands[0].shape
+        self.row_dim = minor_to_major(self.x_shape)[-1]
+        self.t = t = storage_type(m0.shape.dtype)
+        self.slot = kb.alloca_entry(t, name=f"{m0.name}.ahead")
+        self.ext = Extremum(kb, t, self.greater)
+        self.next_row = None
+
+    def current(self, index=None):
+        """The carried value: this row's reduction (a generator for m0 at any index)."""
+        return self.kb.b.load(self.slot, typ=self.t)
+
+    def start(self, r, hi) -> None:
+        """Before the second member's loop of row r (of a work group ending at hi)."""
+        b = self.kb.b
+        self.ext.reset()
+        nxt = b.add(r, i64(1), flags=("nsw", "nuw"))
+        self.next_row = b.select(b.icmp_unsigned("<", nxt, hi), nxt, r, name="row.ahead")
+
+    def add(self, index) -> None:
+        """In that loop, at `index` (the second member's position): the next row's element."""
+        multi = list(index.multi)
+        multi[self.row_dim] = self.next_row
+        self.ext.add(self.x_read(Index(self.kb.b, self.x_shape, multi=multi)))
+
+    def finish(self) -> None:
+        """After that loop: the next row's reduction into the carried value."""
+        kb = self.kb
+        b = kb.b
+        init = self.init_read(Index(b, self.m0.operands[1].shape, multi=[]))
+        multi = [i64(0)] * self.x_shape.rank
+        multi[self.row_dim] = self.next_row
+        ops = [self.x_read, self.init_read]
+        v = self.ext.value(init, lambda: exact_extremum(kb, self.m0, ops, init, multi, self.greater))
+        b.store(v, self.slot)
