@@ -1,20 +1,23 @@
 """A row group's leading max/min reduction computed one row ahead (hloc.backend.row_groups).
 
-Softmax's row group starts with the row's max (a pass that only streams the row in from
-memory: a load and a vmaxps per vector), then computes exp over the row (arithmetic
-bound: the row is in cache by then). One row after the other, the core waits on memory
-in the first loop and the memory system idles in the second. Here the max of row r+1 is
-accumulated inside row r's exp loop, at the same column, so the next row streams in while
-the exp's arithmetic runs; row r then only takes the max carried from the row before.
-The first row of a work group computes its max on its own first, and the last row of a
-group, having no next row in it, takes its own row again (in cache) instead.
+Softmax's row group starts with the row's max, a loop that only streams the row in from
+memory (a load and a vmaxps per vector) while the row's other loops (exp and sum, then
+the divide) compute with the row in cache. One row after the other, the core waits on
+memory in the first loop and the memory system idles in the others. Here the max of row
+r+1 is accumulated inside one of row r's later loops, at the same position, so the next
+row streams in while row r's arithmetic runs; row r then only takes the max carried from
+the row before. The first row of a work group computes its max on its own first; the
+last row of a group, having no next row in it, takes its own row again (in cache).
 
 The accumulation is reductions.Extremum's, the reduce's own: exact in any order (nnan nsz
-max beside a NaN-detecting sum, with the exact loop where the fast result may be wrong),
-so the bits are those of the reduce in its own loop, whatever the thread count or work
-groups. Only in xla-cpu numerics (in ieee the exp is a libm call per element: nothing to
+max beside a NaN-detecting sum, the exact loop where the fast result may be wrong), so the
+bits are those of the reduce in its own loop whatever the thread count or work groups.
+The loop taken is the first later member's over the same positions in the same layout
+that carries no reassociated row sum (softmax: the divide; not exp, whose loop adds up
+sum(e)): more work in a loop can change how LLVM interleaves it, and so a sum's bits.
+Only in xla-cpu numerics (in ieee the exp is a libm call per element: nothing to
 overlap), for a first member that is a float max/min reduce of a group input over all
-but its rows, followed by a member over the same positions in the same layout.
+but its rows.
 """
 from __future__ import annotations
 
