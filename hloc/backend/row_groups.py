@@ -285,7 +285,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     envs = []                      # kept alive: generators are memoised by id(env)
     absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
                 if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
-    ahead, ahead_k = _ahead(kb, group, lo, hi, ptr_of, leaves, envs, absorbed)
+    ahead, ahead_k = _ahead(kb, group, lo, hi, ptr_of, leaves, envs)
     with for_range(b, lo, hi, name="row") as r:
         for mid, h in group.hosts.items():       # row r of the host's buffer
             per_row = h.shape.size // rows
@@ -326,7 +326,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                         total.reset()
                 kb.row_divide = None if exact else fast
                 gen = ahead.current if ahead and k == 0 else _generator(kb, m, readers, envs)
-                beside = ahead.add if ahead and k == ahead_k and not exact else None
+                beside = ahead.add if ahead and k == ahead_k else None
                 if beside:
                     ahead.start(r, hi)
                 _row_loop(kb, m.shape, rows, r, gen, target, None if total is None else total.add, beside)
@@ -349,11 +349,11 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     return fn
 
 
-def _ahead(kb, group, lo, hi, ptr_of, leaves, envs, absorbed):
+def _ahead(kb, group, lo, hi, ptr_of, leaves, envs):
     """hloc.backend.row_ahead's carried first member, its value for row lo computed (when
     the work group has rows), and the member whose loop computes it for the next row; or
     (None, None) where the group does not take it."""
-    k = row_ahead.plan(group, kb.mcx.options, absorbed)
+    k = row_ahead.plan(group, kb.mcx.options)
     if k is None:
         return None, None
     m0 = group.members[0]
