@@ -32,21 +32,22 @@ from .types import storage_type
 ENABLED = True          # off: the first member in its own loop (for A/B measurements)
 
 
-def plan(group, options) -> int | None:
+def plan(group, options, absorbed=frozenset()) -> int | None:
     """The member in whose row loop `group`'s first member is computed a row ahead, or
-    None: the first later member over the same positions in the same layout."""
+    None: the first later member over the same positions in the same layout (not one of
+    `absorbed`, the row sums row_groups adds up in the previous member's loop)."""
     ms = group.members
     if not ENABLED or not options.xla or len(ms) < 2 or extremum_reduce(ms[0]) is None:
         return None
     m0 = ms[0]
     x = m0.operands[0].shape
     row = minor_to_major(x)[-1]
-    if not (m0.shape.size == group.rows and x.dims[row] == group.rows
+    if not (x.rank >= 2 and m0.shape.size == group.rows and x.dims[row] == group.rows
             and list(m0.attrs["dimensions"]) == sorted(d for d in range(x.rank) if d != row)):
         return None
     for k in range(1, len(ms)):
         m = ms[k]
-        if not m.shape.is_tuple and m.shape.dtype.is_array and m.shape.dims == x.dims \
+        if k not in absorbed and not m.shape.is_tuple and m.shape.dtype.is_array and m.shape.dims == x.dims \
                 and minor_to_major(m.shape) == minor_to_major(x):
             return k
     return None

@@ -285,7 +285,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     envs = []                      # kept alive: generators are memoised by id(env)
     absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
                 if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
-    ahead, ahead_k = _ahead(kb, group, lo, hi, ptr_of, leaves, envs)
+    ahead, ahead_k = _ahead(kb, group, lo, hi, ptr_of, leaves, envs, absorbed)
     with for_range(b, lo, hi, name="row") as r:
         for mid, h in group.hosts.items():       # row r of the host's buffer
             per_row = h.shape.size // rows
@@ -349,11 +349,11 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     return fn
 
 
-def _ahead(kb, group, lo, hi, ptr_of, leaves, envs):
+def _ahead(kb, group, lo, hi, ptr_of, leaves, envs, absorbed):
     """hloc.backend.row_ahead's carried first member, its value for row lo computed (when
     the work group has rows), and the member whose loop computes it for the next row; or
     (None, None) where the group does not take it."""
-    k = row_ahead.plan(group, kb.mcx.options)
+    k = row_ahead.plan(group, kb.mcx.options, absorbed)
     if k is None:
         return None, None
     m0 = group.members[0]
