@@ -188,10 +188,10 @@ class Extremum:
         flag = b.fadd(flag, x, flags=("reassoc",))
         self.acc.set([m, flag])
 
-    def value(self, init, exact):
+    def value(self, init, exact, also_exact=None):
         """After the elements' loop: the reduction from `init`; `exact()` emits the exact
-        loop (in a block taken only when the fast result may be wrong) and returns its
-        result."""
+        loop (in a block taken only when the fast result may be wrong, or where the i1
+        `also_exact` is true) and returns its result."""
         from .elementwise import fmax
         kb, t = self.kb, self.t
         b = kb.b
@@ -199,6 +199,8 @@ class Extremum:
         special = b.fcmp_unordered("uno", flag, flag)
         # select, not or: m is poison when an element was NaN, and then `special` is true
         slow = b.select(special, ir.Constant(I1, 1), b.fcmp_ordered("==", m, ir.Constant(t, 0.0)))
+        if also_exact is not None:
+            slow = b.select(also_exact, ir.Constant(I1, 1), slow)
         with kb.reassociating():
             fast = fmax(kb, init, m, self.greater)
         fast_end = b.block

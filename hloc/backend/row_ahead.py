@@ -7,8 +7,10 @@ memory in the first loop and the memory system idles in the others. Here the max
 r+1 is accumulated inside row r's exp loop (the first later member's over the same
 positions), so the next row streams in while the exp's arithmetic runs; row r only takes
 the max carried from the row before. The first row of a work group computes its max on
-its own first; the last row of a group, having no next row in it, takes its own row
-again (in cache). In the divide's loop instead (arithmetic ~3x lighter) the reads were
+the exact loop (no row before it accumulated it); the last row of a group, having no
+next row in it, takes its own row again (in cache). One exact loop serves both: at the
+start of each row, the row's value is taken from what the row before accumulated, or
+from the exact loop for the first row and where the fast result may be wrong. In the divide's loop instead (arithmetic ~3x lighter) the reads were
 not hidden: slower than no carrying at all on a loaded machine (2.14 against 1.93 ms on
 one thread; the exp loop 1.70).
 
@@ -65,33 +67,37 @@ class Ahead:
         self.row_dim = minor_to_major(self.x_shape)[-1]
         self.t = t = storage_type(m0.shape.dtype)
         self.slot = kb.alloca_entry(t, name=f"{m0.name}.ahead")
-        self.ext = Extremum(kb, t, self.greater)
+        self.ext = Extremum(kb, t, self.greater)      # before the row loop: no element yet
         self.next_row = None
+
+    def begin_row(self, r, lo) -> None:
+        """At the start of row r of a work group starting at lo: the row's reduction from
+        what the row before accumulated, or from the exact loop (the first row, which no
+        row before accumulated; or where the fast result may be wrong)."""
+        kb = self.kb
+        b = kb.b
+        init = self.init_read(Index(b, self.m0.operands[1].shape, multi=[]))
+        multi = [i64(0)] * self.x_shape.rank
+        multi[self.row_dim] = r
+        ops = [self.x_read, self.init_read]
+        first = b.icmp_unsigned("==", r, lo)
+        v = self.ext.value(init, lambda: exact_extremum(kb, self.m0, ops, init, multi, self.greater), first)
+        b.store(v, self.slot)
 
     def current(self, index=None):
         """The carried value: this row's reduction (a generator for m0 at any index)."""
         return self.kb.b.load(self.slot, typ=self.t)
 
     def start(self, r, hi) -> None:
-        """Before the second member's loop of row r (of a work group ending at hi)."""
+        """Before the loop that accumulates the next row (row r's, in a group ending at hi;
+        the last row takes itself)."""
         b = self.kb.b
         self.ext.reset()
         nxt = b.add(r, i64(1), flags=("nsw", "nuw"))
         self.next_row = b.select(b.icmp_unsigned("<", nxt, hi), nxt, r, name="row.ahead")
 
     def add(self, index) -> None:
-        """In that loop, at `index` (the second member's position): the next row's element."""
+        """In that loop, at `index` (its member's position): the next row's element."""
         multi = list(index.multi)
         multi[self.row_dim] = self.next_row
         self.ext.add(self.x_read(Index(self.kb.b, self.x_shape, multi=multi)))
-
-    def finish(self) -> None:
-        """After that loop: the next row's reduction into the carried value."""
-        kb = self.kb
-        b = kb.b
-        init = self.init_read(Index(b, self.m0.operands[1].shape, multi=[]))
-        multi = [i64(0)] * self.x_shape.rank
-        multi[self.row_dim] = self.next_row
-        ops = [self.x_read, self.init_read]
-        v = self.ext.value(init, lambda: exact_extremum(kb, self.m0, ops, init, multi, self.greater))
-        b.store(v, self.slot)

@@ -285,8 +285,10 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     envs = []                      # kept alive: generators are memoised by id(env)
     absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
                 if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
-    ahead, ahead_k = _ahead(kb, group, lo, hi, ptr_of, leaves, envs, absorbed)
+    ahead, ahead_k = _ahead(kb, group, ptr_of, leaves, absorbed)
     with for_range(b, lo, hi, name="row") as r:
+        if ahead:
+            ahead.begin_row(r, lo)
         for mid, h in group.hosts.items():       # row r of the host's buffer
             per_row = h.shape.size // rows
             scratch[mid] = b.gep(ptr_of[id(leaves(h)[0])], [b.mul(r, i64(per_row), flags=("nsw", "nuw"))],
@@ -330,8 +332,6 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 if beside:
                     ahead.start(r, hi)
                 _row_loop(kb, m.shape, rows, r, gen, target, None if total is None else total.add, beside)
-                if beside:
-                    ahead.finish()
                 rd, kb.row_divide = kb.row_divide, None
                 return rd if rd is not None and rd.used else None
             if id(m) in again and fast is not None:
@@ -349,21 +349,15 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     return fn
 
 
-def _ahead(kb, group, lo, hi, ptr_of, leaves, envs, absorbed):
-    """hloc.backend.row_ahead's carried first member, its value for row lo computed (when
-    the work group has rows), and the member whose loop computes it for the next row; or
-    (None, None) where the group does not take it."""
+def _ahead(kb, group, ptr_of, leaves, absorbed):
+    """hloc.backend.row_ahead's carried first member and the member whose loop computes
+    it for the next row, or (None, None) where the group does not take it."""
     k = row_ahead.plan(group, kb.mcx.options, absorbed)
     if k is None:
         return None, None
     m0 = group.members[0]
     x, init = (reader(lambda: kb, o.shape, (lambda p=ptr_of[id(leaves(o)[0])]: p)) for o in m0.operands)
-    ahead = row_ahead.Ahead(kb, m0, x, init)
-    b = kb.b
-    with b.if_then(b.icmp_unsigned("<", lo, hi)):
-        _row_loop(kb, m0.shape, group.rows, lo, _generator(kb, m0, [x, init], envs), (ahead.slot, True))
-    kb.cache.clear()
-    return ahead, k
+    return row_ahead.Ahead(kb, m0, x, init), k
 
 
 def _row_sum_of(s, m, rows: int) -> bool:
