@@ -33,11 +33,12 @@ from .context import KernelBuilder, ptr_arg
 from .kernels import KERNEL_TYPE, _fusion_env
 from .inplace import dus_base
 from .loops import Index, at_entry, for_range, i64, minor_to_major
-from . import parallel, row_ahead, row_hosts
+from . import parallel, row_hosts
 from .parallel import kernel_work
 from .registry import ELEMENTAL
 from .row_divide import RowDivide
 from .registry import emitter as emitter_of
+from . import row_ahead
 from .structural import reader
 from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
 
@@ -349,17 +350,6 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     return fn
 
 
-def _ahead(kb, group, ptr_of, leaves, absorbed):
-    """hloc.backend.row_ahead's carried first member and the member whose loop computes
-    it for the next row, or (None, None) where the group does not take it."""
-    k = row_ahead.plan(group, kb.mcx.options, absorbed)
-    if k is None:
-        return None, None
-    m0 = group.members[0]
-    x, init = (reader(lambda: kb, o.shape, (lambda p=ptr_of[id(leaves(o)[0])]: p)) for o in m0.operands)
-    return row_ahead.Ahead(kb, m0, x, init), k
-
-
 def _row_sum_of(s, m, rows: int) -> bool:
     """Member `s` is the f32/f64 add-reduction of the whole row of the member `m` just
     before it (softmax's sum(e)): in xla-cpu numerics it is accumulated in m's loop (one
@@ -455,3 +445,14 @@ def _row_loop(kb, shape, rows, r, gen, target, on_value=None, beside=None):
         beside(index)
     for cm in reversed(stack):
         cm.__exit__(None, None, None)
+
+
+def _ahead(kb, group, ptr_of, leaves, absorbed):
+    """hloc.backend.row_ahead's carried first member and the member whose loop computes
+    it for the next row, or (None, None) where the group does not take it."""
+    k = row_ahead.plan(group, kb.mcx.options, absorbed)
+    if k is None:
+        return None, None
+    m0 = group.members[0]
+    x, init = (reader(lambda: kb, o.shape, (lambda p=ptr_of[id(leaves(o)[0])]: p)) for o in m0.operands)
+    return row_ahead.Ahead(kb, m0, x, init), k
