@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import hloc
-from hloc.backend import compile_module, compile_threads, jit
+from hloc.backend import compile_module, compile_threads, jit, row_groups
 from hloc.backend.computation import BRIEF_LOOPED_WORK
 from hloc.backend.context import Options
 from hloc.backend.parallel import MIN_WORK
@@ -91,7 +91,7 @@ def _objects(text: str, brief: bool) -> list[bytes]:
 
 def test_brief_changes_the_code_and_restores_the_option():
     text = _looped(BRIEF_LOOPED_WORK // 12 - 64)
-    # LSR changes the large elementwise kernel's code, partial unrolling the row kernels'
+    # LSR changes the large elementwise kernel's code; a row kernel besides
     others = [_elementwise(MIN_WORK), _softmax(64, 1024)]
     before = [_objects(t, False) for t in others]
     assert _objects(text, True) != _objects(text, False)   # LSR did something here
@@ -99,13 +99,15 @@ def test_brief_changes_the_code_and_restores_the_option():
 
 
 def test_brief_turns_partial_unrolling_off(monkeypatch):
-    # the softmax row loops (1024 columns) are unrolled partially, unless brief
+    # softmax's loops (1024 columns) are unrolled partially, unless brief; as separate
+    # kernels: a row kernel's loops are never unrolled (hloc.backend.row_groups._row_hints)
+    monkeypatch.setattr(row_groups, "MIN_BYTES", 1 << 60)
     text = _softmax(64, 1024)
     brief = _objects(text, True)
-    monkeypatch.setattr(compile_threads, "BRIEF_OPTIONS",
-                        tuple(o for o in compile_threads.BRIEF_OPTIONS if "unroll" not in o))
-    assert _objects(text, True) != brief
-    monkeypatch.undo()
+    with monkeypatch.context() as m:
+        m.setattr(compile_threads, "BRIEF_OPTIONS",
+                  tuple(o for o in compile_threads.BRIEF_OPTIONS if "unroll" not in o))
+        assert _objects(text, True) != brief
     assert _objects(text, True) == brief
     # and on again after: the row kernel's non-brief code is the one of partial unrolling
     compile_threads.set_options(("-unroll-allow-partial=false",))
@@ -122,7 +124,8 @@ def test_brief_parts_give_the_same_bits(stem, monkeypatch):
     if stem == "looped":
         text = _looped(BRIEF_LOOPED_WORK // 12 - 64)
         ins = [np.random.default_rng(0).standard_normal(BRIEF_LOOPED_WORK // 12 - 64, np.float32)]
-    elif stem == "softmax":        # not brief itself: forced, for the row loops' unrolling
+    elif stem == "softmax":        # not brief itself: forced, for its loops' unrolling
+        monkeypatch.setattr(row_groups, "MIN_BYTES", 1 << 60)     # separate kernels (above)
         text = _softmax(64, 1024)
         ins = [np.random.default_rng(0).standard_normal((64, 1024), np.float32)]
     else:

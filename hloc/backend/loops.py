@@ -5,14 +5,17 @@
 shape: its logical multi-index and/or its linear offset in the buffer's physical layout
 (each computed from the other on demand), so same-shape elementwise reads use the loop's
 linear counter directly (vectorisable) and layout-changing reads use the multi-index.
+`hint_loops(fn, ...)` gives every loop of a function LLVM loop metadata (unrolling,
+interleaving).
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
 
 from llvmlite import ir
+from llvmlite.ir.values import MDValue
 
-from .types import I64
+from .types import I32, I64
 
 ONE = ir.Constant(I64, 1)
 ZERO = ir.Constant(I64, 0)
@@ -83,6 +86,121 @@ class at_entry:
 
     def __exit__(self, *exc) -> None:
         self.b.position_at_end(self.old)
+
+
+class _LoopID(MDValue):
+    """A loop's own `!llvm.loop` node, `distinct !{!self, hints...}` (LLVM reads a loop's
+    hints only from a node whose first operand is itself). llvmlite's nodes are uniqued
+    by their operands and compare by them, so each loop gets a node of this class, which
+    compares and hashes by identity."""
+
+    def descr(self, buf):
+        ops = ", ".join([self.get_reference()] + [op.get_reference() for op in self.operands])
+        buf += (f"distinct !{{{ops}}}", "\n")
+
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
+
+class Loop:
+    """A loop of an emitted function: its header block, its blocks (inner loops'
+    included) and whether it holds no other loop."""
+
+    __slots__ = ("header", "blocks", "innermost")
+
+    def __init__(self, header, blocks, innermost: bool):
+        self.header, self.blocks, self.innermost = header, blocks, innermost
+
+    def instructions(self):
+        for blk in self.blocks:
+            yield from blk.instructions
+
+
+def hint_loops(fn: ir.Function, hints_of) -> int:
+    """Give every loop of `fn` closed by an unconditional branch (for_range's, and the
+    emitters' loops built like it) its own `llvm.loop` node with the hints
+    `hints_of(Loop)` returns: a list of LLVM loop properties, each a name
+    (`"llvm.loop.unroll.disable"`), a (name, i32) pair, or a (name, [properties]) pair for
+    a followup loop's node (`"llvm.loop.vectorize.followup_all"`). Returns how many loops
+    were marked."""
+    mod = fn.module
+    n = 0
+    loops = _loops(fn)
+    headers = {id(br.operands[0]) for br, _ in loops}
+    for br, blocks in loops:
+        if "llvm.loop" in br.metadata:
+            continue
+        header = br.operands[0]
+        innermost = not any(id(b) in headers for b in blocks if b is not header)
+        hints = [_property(mod, h) for h in hints_of(Loop(header, blocks, innermost))]
+        if hints:
+            br.set_metadata("llvm.loop", _LoopID(mod, hints, name=str(len(mod.metadata))))
+            n += 1
+    return n
+
+
+def _property(mod, h):
+    if isinstance(h, str):
+        return mod.add_metadata([h])
+    name, v = h
+    if isinstance(v, int):
+        return mod.add_metadata([name, ir.Constant(I32, v)])
+    return mod.add_metadata([name] + [_property(mod, x) for x in v])
+
+
+def _loops(fn: ir.Function) -> list:
+    """(latch terminator, the loop's blocks) for each back edge of `fn`."""
+    out = []
+    preds: dict = {}
+    for blk in fn.blocks:
+        for s in _successors(blk):
+            preds.setdefault(id(s), []).append(blk)
+    for br in _back_edges(fn):
+        if type(br) is not ir.Branch:
+            continue
+        header, latch = br.operands[0], br.parent
+        body, stack = {id(header): header, id(latch): latch}, [latch]
+        while stack:                    # the natural loop: what reaches the latch
+            for p in preds.get(id(stack.pop()), ()):   # without passing the header
+                if id(p) not in body:
+                    body[id(p)] = p
+                    stack.append(p)
+        out.append((br, [b for b in fn.blocks if id(b) in body]))
+    return out
+
+
+def _back_edges(fn: ir.Function) -> list:
+    """The terminators of `fn` that branch to a block on the depth-first path from the
+    entry to them: the latches of its loops (emitted control flow is reducible)."""
+    out, state = [], {}                 # id(block) -> 1 on the path, 2 done
+    if not fn.blocks:
+        return out
+    entry = fn.blocks[0]
+    stack = [(entry, iter(_successors(entry)))]
+    state[id(entry)] = 1
+    while stack:
+        blk, succ = stack[-1]
+        nxt = next(succ, None)
+        if nxt is None:
+            state[id(blk)] = 2
+            stack.pop()
+        elif state.get(id(nxt)) == 1:
+            out.append(blk.terminator)
+        elif id(nxt) not in state:
+            state[id(nxt)] = 1
+            stack.append((nxt, iter(_successors(nxt))))
+    return out
+
+
+def _successors(blk) -> list:
+    term = blk.terminator
+    if term is None:
+        return []
+    succ = [op for op in term.operands if isinstance(op, ir.Block)]
+    if isinstance(term, ir.SwitchInstr):
+        succ += [blk for _, blk in term.cases] + [term.default]
+    return succ
 
 
 @contextmanager

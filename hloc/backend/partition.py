@@ -82,11 +82,14 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
     header += [t.get_declaration() for t in module.get_identified_types().values()]
     values = list(module.globals.values())
     texts = {v.name: irtext.text(v) for v in values}     # = str(v), faster
-    whole = "\n".join(header + [texts[v.name] for v in values])
+    # Unnamed metadata (loop hints: hloc.backend.loops.hint_loops) goes whole into every
+    # part: a node a part's functions do not reference is allowed and costs nothing.
+    metadata = [str(md).rstrip("\n") for md in module.metadata]
+    whole = "\n".join(header + [texts[v.name] for v in values] + metadata)
     defined = [v for v in values if isinstance(v, ir.Function) and not v.is_declaration]
     parts = min(max_parts, -(-sum(len(texts[f.name]) for f in defined) // max(part_bytes, 1)))
     every = [{f.name for f in defined}]
-    if len(defined) < 2 or module.metadata or module.namedmetadata:
+    if len(defined) < 2 or module.namedmetadata:
         return Split(whole, [whole], every)
     by_name = {v.name: v for v in values}
     refs = {v.name: [r for r in dict.fromkeys(_REF.findall(texts[v.name]))
@@ -162,5 +165,5 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=()) -> Split
                     lines.append(texts[n])
             elif n in used[k]:
                 lines.append(_declaration(texts[n]))
-        out.append("\n".join(lines))
+        out.append("\n".join(lines + metadata))
     return Split(whole, out, members)
