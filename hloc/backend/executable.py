@@ -53,25 +53,11 @@ from .profile import Counters, Site
 
 _ENTRY_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 POOL = 3            # result buffers kept per output leaf
-ALIGN_RESULTS = 4096    # results of at least these bytes start at an ALIGN boundary
 
 
 def _unused(pool: list, k: int) -> bool:
-    """Whether nothing but `pool` refers to pool[k] (the list's reference + the call's),
-    nor to the buffer an aligned result is a view of (every view of it refers to that)."""
-    return sys.getrefcount(pool[k]) == 2 and (pool[k].base is None or sys.getrefcount(pool[k].base) == 2)
-
-
-def _empty(dims, dtype) -> np.ndarray:
-    """A result array starting at an ALIGN-byte boundary (malloc gives large arrays a
-    page + 16: every 64-byte vector store of a kernel then spans two cache lines; softmax
-    512x8192 ran 8-10 % slower into such an array)."""
-    n = int(np.prod(dims, dtype=np.int64)) * np.dtype(dtype).itemsize
-    if n < ALIGN_RESULTS:
-        return np.empty(dims, dtype)
-    raw = np.empty(n + ALIGN, np.uint8)
-    k = -raw.ctypes.data % ALIGN
-    return raw[k:k + n].view(dtype).reshape(dims)
+    """Whether nothing but `pool` refers to pool[k] (the list's reference + the call's)."""
+    return sys.getrefcount(pool[k]) == 2
 
 
 def _leaf_shapes(shape):
@@ -348,7 +334,7 @@ class Executable:
             pool = self._pool[k] if pooled else []
             j = next((j for j in range(len(pool)) if _unused(pool, j)), None)
             if j is None:
-                a = _empty(spec.phys_dims, spec.dtype)
+                a = np.empty(spec.phys_dims, spec.dtype)
                 addr = _address(a) if spec.size else None
                 if pooled and len(pool) < POOL:
                     pool.append(a)
