@@ -1,7 +1,7 @@
 """run.py's cases timed in interleaved blocks: hloc, the streaming limit and XLA:CPU.
 
     python benchmarks/interleaved.py [CASE ...] [--calls N] [--block K] [--threads N]
-                                     [--variant MODULE.NAME=VALUE,...]
+                                     [--variant MODULE.NAME=VALUE,...] [--variant-first]
     /work/venv-jax/bin/python benchmarks/interleaved.py softmax layernorm   # adds XLA:CPU
 
 On a shared machine run.py's best of N consecutive calls of one executor can all fall in
@@ -11,7 +11,10 @@ call finds the caches as the other executors left them; the later ones find them
 as run.py's repeated calls do); the minimum and the 10th percentile over the rounds are
 printed, with hloc's ratios to the others. `--variant` compiles a second hloc executable
 with module-level settings of hloc.backend changed (an A/B of a setting in the same
-process; its results must be bit-identical to the first's). Not a test.
+process; its results must be bit-identical to the first's). Two identical executables
+measured 5-10 % apart here depending on their place in the round (an A/A run with a
+variant that changes nothing shows it): compare a variant in both places
+(`--variant-first`) before trusting a difference of that size. Not a test.
 """
 from __future__ import annotations
 
@@ -64,6 +67,7 @@ def main(argv=None):
     ap.add_argument("--block", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--variant", default=None)
+    ap.add_argument("--variant-first", action="store_true", help="the variant's calls before hloc's")
     opts = ap.parse_args(argv)
     kw = {} if opts.threads is None else {"threads": opts.threads}
     for name, (text, make, _) in CASES.items():
@@ -84,6 +88,8 @@ def main(argv=None):
             assert np.asarray(got).tobytes() == np.asarray(ref).tobytes(), "variant's bits differ"
             del got
             calls["variant"] = lambda e=var: e.run(args)
+            if opts.variant_first:
+                calls = {"variant": calls["variant"], "hloc": calls["hloc"]}
         if name in STREAM_BYTES:
             src, dst = np.ones(STREAM_BYTES[name] // 2, np.uint8), np.empty(STREAM_BYTES[name] // 2, np.uint8)
             calls["stream"] = lambda: np.copyto(dst, src)
