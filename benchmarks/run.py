@@ -231,15 +231,11 @@ def _xla_text(text, args, repeat):
     return compile_s, best(call, repeat)[0]
 
 
-def _xla_time(name, args, repeat):
-    """XLA:CPU through JAX on the same computation (written with jax.numpy)."""
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError:
-        return None, None
-    jax.config.update("jax_enable_x64", False)
-    fns = {
+def _xla_fns():
+    """The cases as jax.numpy functions (JAX imported)."""
+    import jax
+    import jax.numpy as jnp
+    return {
         "sum(x+y*z) 3x4M": lambda x, y, z: jnp.sum(x + y * z),
         "x*x+2x+1 8M": lambda x: x * x + 2 * x + 1,
         "mean(relu(x)^2) 8M": lambda x: jnp.mean(jnp.maximum(x, 0) ** 2),
@@ -248,6 +244,16 @@ def _xla_time(name, args, repeat):
         * jax.lax.rsqrt(((x - x.mean(1, keepdims=True)) ** 2).mean(1, keepdims=True) + 1e-5),
         "matmul 1024^2 f32": lambda x, y: x @ y,
     }
+
+
+def _xla_time(name, args, repeat):
+    """XLA:CPU through JAX on the same computation (written with jax.numpy)."""
+    try:
+        import jax
+    except ImportError:
+        return None, None
+    jax.config.update("jax_enable_x64", False)
+    fns = _xla_fns()
     dev = [jax.device_put(a) for a in args]
     t0 = time.perf_counter()
     f = jax.jit(fns[name]).lower(*dev).compile()

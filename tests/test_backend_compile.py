@@ -5,6 +5,7 @@ the object check accepts references between parts and nothing else."""
 from __future__ import annotations
 
 import ctypes
+import re
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -273,3 +274,40 @@ def test_a_unit_that_reads_shared_state_is_not_compiled_ahead():
     sp = partition.split(m, 1, 8, roots=("entry",), units=[("quiet", text, members)])
     assert sp.units == 1 and sp.parts[0] == text
     assert sum('define void @"quiet"' in p for p in sp.parts) == 1
+
+
+def test_sizes_count_the_args_arrays_direct_kernels_leave_out():
+    """partition.split sizes a function by its text plus `args_array_bytes` (the array of
+    pointers a direct kernel's call no longer passes), so part counts stay as tuned."""
+    m = _toy_module()
+    total = sum(len(partition.irtext.text(f)) for f in m.functions if f.blocks)
+    assert len(partition.split(m, total, 8, roots=("entry",)).parts) == 1
+    m.globals["bump_a"].args_array_bytes = total
+    assert len(partition.split(m, total, 8, roots=("entry",)).parts) == 2
+
+
+def test_inlinable_kernels_take_their_pointers_as_arguments():
+    """A kernel under kernels.INLINE_WORK is `void (ptr in.., ptr out.., i64 wg, i64 nwg)`
+    called with the buffers themselves (no array of pointers); a larger one keeps the
+    array; both compute what the interpreter does."""
+    from hloc.backend import kernels
+    from hloc.runner import run_module
+    text = ("HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  b = f32[4] parameter(1)\n"
+            "  s = f32[4] add(a, b)\n  big = f32[4096] parameter(2)\n"
+            "  n = f32[4096] negate(big)\n  ROOT t = (f32[4], f32[4096]) tuple(s, n)\n}\n")
+    low = jit.lower(hloc.parse(text), Options())
+    assert re.search(r'define internal void @"s"\(ptr %"in0", ptr %"in1", ptr %"out0", '
+                     r'i64 %"wg", i64 %"nwg"\) alwaysinline', low.ir_text)
+    assert re.search(r'define void @"n"\(ptr %"args", i64 %"wg", i64 %"nwg"\) noinline',
+                     low.ir_text)
+    entry = low.ir_text[low.ir_text.index('@"comp.e'):]
+    assert "alloca [3 x ptr]" not in entry and "alloca [2 x ptr]" in entry
+    assert kernels.INLINE_WORK < 4096 * 4 * 2
+    m = hloc.parse(text)
+    rng = np.random.default_rng(0)
+    args = bind_arguments(m, [rng.standard_normal(4, np.float32), rng.standard_normal(4, np.float32),
+                              rng.standard_normal(4096, np.float32)])
+    got = flatten_leaves(compile_module(m).run(args), m.entry.root.shape)
+    want = flatten_leaves(run_module(hloc.parse(text), args).value, m.entry.root.shape)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))

@@ -62,7 +62,9 @@ def _module(**changes):
 
 
 def _kernels(ir_text: str) -> list[str]:
-    return re.findall(r'define [^@]*@"([^"]+)"\(ptr %"args", i64 %"wg", i64 %"nwg"\)', ir_text)
+    # either kernel ABI: an array of pointers, or (inlinable kernels) the pointers themselves
+    return re.findall(r'define [^@]*@"([^"]+)"\((?:ptr %"args"|ptr %"in0"[^)]*), i64 %"wg", i64 %"nwg"\)',
+                      ir_text)
 
 
 @pytest.mark.parametrize("n", [4, 4096])        # inlined into main / its own noinline kernel
@@ -176,3 +178,31 @@ def test_sharing_gives_the_same_bits(stem, monkeypatch):
         out = exe.run(bind_arguments(m, ins))
         bits.append([np.asarray(x).tobytes() for x in flatten_leaves(out, m.entry.root.shape)])
     assert bits[0] == bits[1]
+
+
+def test_a_side_effect_anywhere_inside_is_never_shared():
+    """A kernel calling a computation with a side effect (here two levels down: a
+    fusion whose reduce applies a computation with a side-effecting custom call) has no
+    key; the same kernel without the side effect has one."""
+    text = """HloModule s
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  t = token[] after-all()
+  e = token[] custom-call(t), custom_call_target="noop", custom_call_has_side_effect=%s
+  ROOT s = f32[] add(x, y)
+}
+fused {
+  p = f32[4] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=add
+}
+ENTRY e {
+  a = f32[4] parameter(0)
+  ROOT f = f32[] fusion(a), kind=kLoop, calls=fused
+}
+"""
+    for effect, shared in (("true", False), ("false", True)):
+        m = hloc.parse(text % effect)
+        key = dedup.Kernels().key(m.entry.root)
+        assert (key is not None) == shared, effect

@@ -376,3 +376,50 @@ ENTRY e {
     a = np.random.default_rng(2).standard_normal((7, 5)).astype(np.float32)
     (ref,), (got,) = _both(text, a, tmp_path=tmp_path)
     np.testing.assert_array_equal(ref, got)
+
+
+_SHARED_START = """HloModule m
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+fused {
+  a = f32[10] parameter(0)
+  b = f32[10] parameter(1)
+  i = s32[] parameter(2)
+  one = f32[1] dynamic-slice(a, i), dynamic_slice_sizes={1}
+  sa = f32[] reshape(one)
+  two = f32[1] dynamic-slice(b, i), dynamic_slice_sizes={1}
+  sb = f32[] reshape(two)
+  three = f32[3] dynamic-slice(b, i), dynamic_slice_sizes={3}
+  c = f32[] constant(0)
+  sc = f32[] reduce(three, c), dimensions={0}, to_apply=add
+  m = f32[] multiply(sa, sb)
+  ROOT r = f32[] add(m, sc)
+}
+ENTRY e {
+  a = f32[10] parameter(0)
+  b = f32[10] parameter(1)
+  i = s32[] parameter(2)
+  ROOT f = f32[] fusion(a, b, i), kind=kLoop, calls=fused
+}
+"""
+
+
+def test_dynamic_slices_sharing_a_start(tmp_path):
+    """Dynamic slices at one start operand read and clamp it once per block (structural
+    _start); slices of other sizes clamp to their own limit."""
+    from hloc.backend import jit
+    from hloc.backend.context import Options
+    a = np.arange(10, dtype=np.float32) + 1
+    b = np.arange(10, dtype=np.float32) * 10 - 3
+    for i in (-3, 0, 4, 7, 8, 9, 12, 2**31 - 1):
+        (ref,), (got,) = _both(_SHARED_START, a, b, np.array(i, np.int32), tmp_path=tmp_path)
+        np.testing.assert_array_equal(ref, got)
+    text = jit.lower(hloc.parse(_SHARED_START), Options("ieee")).ir_text
+    kernel = text[text.index('define internal void @"f"('):]
+    kernel = kernel[:kernel.index("\n}")]
+    # one clamp for the size-1 slices (limit 9), one for the size-3 slice (limit 7)
+    assert kernel.count("icmp sgt i64") == 2, kernel
+    assert kernel.count(", 9\n") == 1 and kernel.count(", 7\n") == 1, kernel

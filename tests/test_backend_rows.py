@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hloc
-from hloc.backend import buffers, compile_module, emit_llvm, parallel, row_divide, row_groups, row_hosts
+from hloc.backend import Options, buffers, compile_module, emit_llvm, parallel, row_divide, row_groups, row_hosts
 from hloc.backend.expand import for_codegen
 from hloc.cli_backend import prepare_for_cpu
 from hloc.compare import ErrorSpec, near
@@ -87,7 +87,7 @@ def _groups(module):
 def _kernels(module, numerics="xla-cpu") -> list[str]:
     ir = emit_llvm(module, numerics=numerics, optimized=False)
     return [line.split("@")[1].split("(")[0].strip('"') for line in ir.splitlines()
-            if line.startswith("define") and "(ptr %\"args\"" in line]
+            if line.startswith("define") and 'i64 %"wg", i64 %"nwg")' in line]   # either ABI
 
 
 @pytest.mark.parametrize("text", [SOFTMAX, LAYERNORM], ids=["softmax", "layernorm"])
@@ -460,3 +460,77 @@ def test_member_read_at_other_elements_is_not_hosted(monkeypatch, tmp_path):
     ref = run_module(module, [x]).value
     got = np.asarray(compile_module(module, numerics="ieee", cache_dir=tmp_path).run([x]))
     np.testing.assert_array_equal(got, ref)
+
+
+def _softmax_of(op, init, rows=16, cols=4096):
+    """softmax with the row's maximum or minimum (any init) subtracted."""
+    return f"""HloModule softmax_{op}
+r_{op} {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] {op}(a, b)
+}}
+{_REDUCERS.split("max_f")[0]}
+ENTRY e {{
+  x = f32[{rows},{cols}] parameter(0)
+  i = f32[] constant({init})
+  mx = f32[{rows}] reduce(x, i), dimensions={{1}}, to_apply=r_{op}
+  mxb = f32[{rows},{cols}] broadcast(mx), dimensions={{0}}
+  d = f32[{rows},{cols}] subtract(x, mxb)
+  e = f32[{rows},{cols}] exponential(d)
+  zero = f32[] constant(0)
+  s = f32[{rows}] reduce(e, zero), dimensions={{1}}, to_apply=add_f
+  sb = f32[{rows},{cols}] broadcast(s), dimensions={{0}}
+  ROOT r = f32[{rows},{cols}] divide(e, sb)
+}}
+"""
+
+
+@pytest.mark.parametrize("hosted", [False, True], ids=["stack-rows", "hosted-rows"])
+@pytest.mark.parametrize("op,init", [("maximum", "-inf"), ("minimum", "inf"), ("maximum", "0"),
+                                     ("maximum", "nan")])
+def test_row_max_computed_a_row_ahead_gives_the_same_bits(op, init, hosted, monkeypatch, tmp_path):
+    """xla-cpu: the group's leading max (min) of row r+1 is accumulated in row r's exp loop
+    (hloc.backend.row_ahead): the same bits as the reduce in its own loop, over rows whose
+    max is NaN, an infinity or a signed zero, the rows before and after them, and work
+    groups of 1 to 16 rows on 1 to 3 threads (each group's first row on its own, its last
+    row taking itself as the next)."""
+    from hloc.backend import row_ahead
+    if hosted:
+        monkeypatch.setattr(row_hosts, "HOST_BYTES", 0)
+    module = _prepared(_softmax_of(op, init))
+    x = _special_rows(np.float32)
+    monkeypatch.setattr(row_ahead, "ENABLED", False)
+    assert "ahead" not in emit_llvm(module, numerics="xla-cpu", optimized=False)
+    own = compile_module(module, threads=1, cache_dir=tmp_path / "own").run([x]).tobytes()
+    monkeypatch.setattr(row_ahead, "ENABLED", True)
+    (group,) = _groups(module)
+    assert row_ahead.plan(group, Options("xla-cpu")) and not row_ahead.plan(group, Options("ieee"))
+    assert "ahead" in emit_llvm(module, numerics="xla-cpu", optimized=False)
+    assert "ahead" not in emit_llvm(module, numerics="ieee", optimized=False)
+    x = _before_guard_page(x)         # a read past the last row would fault
+    for nwg in (1, 3, 16):
+        monkeypatch.setattr(parallel, "MIN_WORK", 0 if nwg > 1 else 1 << 60)
+        monkeypatch.setattr(parallel, "CHUNK", 1)
+        monkeypatch.setattr(parallel, "MAX_GROUPS", nwg)
+        assert _groups(module)[0].nwg == nwg
+        exe = compile_module(module, threads=1, cache_dir=tmp_path / f"ahead{nwg}")
+        for n in (1, 2, 3):
+            exe.set_threads(n)
+            assert exe.run([x]).tobytes() == own, f"work groups={nwg} threads={n}"
+
+
+def _before_guard_page(a):
+    """A copy of `a` that ends where an inaccessible page begins (Linux; else a copy)."""
+    import ctypes
+    import mmap
+    page = mmap.PAGESIZE
+    size = (a.nbytes + page - 1) // page * page + page
+    mm = mmap.mmap(-1, size)
+    out = np.frombuffer(mm, a.dtype, a.size, size - page - a.nbytes).reshape(a.shape)
+    out[...] = a
+    libc = ctypes.CDLL(None, use_errno=True)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+    if getattr(libc, "mprotect", None) is not None:
+        assert libc.mprotect(ctypes.c_void_p(base + size - page), ctypes.c_size_t(page), 0) == 0
+    return out

@@ -15,12 +15,12 @@ from contextlib import nullcontext
 from llvmlite import ir
 
 from ..interp.core import unsupported
-from . import (blas, buffers, collective_calls, conv_gemm, dedup, library_fusion, parallel,
-               row_groups, split_reduce)
+from . import (blas, buffers, collective_calls, conv_gemm, dedup, irfast, library_fusion,
+               parallel, row_groups, split_reduce)
 from .profile import site_of
 from .context import fast_names, ptr_arg
 from .inplace import inplace_state
-from .kernels import data_parallel, emit_kernel
+from .kernels import CALLER_ARRAY_BYTES, data_parallel, emit_kernel
 from .loops import at_entry, i64
 from .types import I1, I8, I32, I64, PTR, VOID, TypeUnsupported, opaque
 
@@ -36,6 +36,20 @@ OWN_UNIT_INSTRUCTIONS = 2500
 # inside a while loop, whose trip count is not known: the BERT step's layer loop runs
 # kernels of up to 37 KiB, a scan body's scalar kernels touch a few hundred bytes.
 BRIEF_LOOPED_WORK = 64 << 10
+# An inlinable kernel takes its buffers as arguments (hloc.backend.kernels.direct_type);
+# the weight still counts the array of pointers a call of the other kernels passes
+# (caller: alloca, bitcast, a GEP and store per pointer; kernel: a GEP and load per
+# pointer): the thresholds above and jit.SLP_MAX_INSTRUCTIONS were set in those units.
+_ARGS_ARRAY, _ARGS_ARRAY_FIXED = 4, 2
+_I32: dict[int, ir.Constant] = {}
+
+
+def _i32(k: int) -> ir.Constant:
+    """The i32 constant k (a slot of an array of pointers), made once."""
+    c = _I32.get(k)
+    if c is None:
+        c = _I32[k] = ir.Constant(I32, k)
+    return c
 
 
 class Functions:
@@ -141,6 +155,8 @@ class Functions:
                     if not isinstance(inst, ir.CallInstr):   # only calls have a callee
                         continue
                     callee = inst.callee
+                    if getattr(callee, "direct_args", False):
+                        w += _ARGS_ARRAY * (len(inst.args) - 2) + _ARGS_ARRAY_FIXED
                     if isinstance(callee, ir.Function) and callee.blocks \
                             and "noinline" not in callee.attributes \
                             and ("alwaysinline" in callee.attributes or callee.name in comps):
@@ -182,9 +198,9 @@ class _Emitter:
         arr_t = ir.ArrayType(PTR, max(len(bufs), 1))
         with at_entry(b, self.fn):
             slot = opaque(b, b.alloca(arr_t))
+        zero = i64(0)
         for k, buf in enumerate(bufs):
-            b.store(self.ptr(buf), b.gep(slot, [i64(0), ir.Constant(I32, k)], source_etype=arr_t,
-                                         inbounds=True))
+            irfast.store(b, self.ptr(buf), irfast.gep(b, slot, [zero, _i32(k)], arr_t))
         return slot
 
     def memcpy(self, dst, src, n: int) -> None:
@@ -285,6 +301,16 @@ class _Emitter:
                 self.fns.note_brief(kernel.name, parallel.touched_bytes(inst) < brief)
                 bufs = [x for o in inst.operands for x in self.leaves(o)] + self.leaves(inst)
                 nwg = parallel.work_groups(inst) if data_parallel(inst) else 1
+                if kernel.direct_args:
+                    if nwg > 1:
+                        raise AssertionError(f"inlinable kernel {kernel.name} in {nwg} work groups")
+                    args = [self.ptr(x) for x in bufs] + [i64(0), i64(1)]
+                    with self.timed(inst):
+                        self.b.call(kernel, args)
+                    per_ptr, per_call = CALLER_ARRAY_BYTES
+                    self.fn.args_array_bytes = getattr(self.fn, "args_array_bytes", 0) \
+                        + per_ptr * len(bufs) + per_call
+                    return
                 args = self.ptr_array(bufs)
                 with self.timed(inst):
                     if nwg > 1:

@@ -17,8 +17,8 @@ from llvmlite.ir._utils import DuplicatedNameError, NameScope
 
 from ..gc_pause import no_gc
 from ..interp.core import unsupported
-from . import runtime
-from .loops import at_entry, minor_to_major
+from . import irfast, runtime
+from .loops import at_entry, i64, minor_to_major
 from .registry import ELEMENTAL
 from .registry import emitter as emitter_of
 from .types import I8, PTR, TypeUnsupported, opaque, storage_type
@@ -287,5 +287,5 @@ class KernelBuilder:
 
 def ptr_arg(b: ir.IRBuilder, array: ir.Value, k: int, name: str = "") -> ir.Value:
     """Pointer number k of an array of pointers."""
-    slot = b.gep(array, [ir.Constant(ir.IntType(64), k)], source_etype=PTR, inbounds=True)
-    return b.load(slot, typ=PTR, name=name)
+    slot = irfast.gep(b, array, [i64(k)], PTR)
+    return irfast.load(b, slot, PTR, name)

@@ -20,7 +20,7 @@ checks on real dumps that every kernel this merges emits the same IR as the one 
 from __future__ import annotations
 
 from ..ir.module import Computation
-from ..ir.rewriter import has_side_effect
+from ..ops import has_side_effect as own_side_effect
 from ..ir.literal import literal_bytes
 from ..syntax.literal_printer import literal_text
 
@@ -75,16 +75,18 @@ class Kernels:
 
 
 def _row(kernels: Kernels, inst, position) -> tuple:
-    if inst.opcode in PER_INSTRUCTION or has_side_effect(inst):
+    # Its own side effect; one in a computation it calls raises from that computation's
+    # rows (every called computation is an attribute, keyed below).
+    if inst.opcode in PER_INSTRUCTION or own_side_effect(inst):
         raise _Unshared
     extra = None
     if inst.opcode == "parameter":
         extra = inst.parameter_number
     elif inst.opcode == "constant":
         extra = _literal_key(inst)
-    ops = tuple(position[id(o)] for o in inst.operands) if position is not None else ()
-    attrs = tuple(sorted((k, _value(kernels, v)) for k, v in inst.attrs.items()
-                         if k not in IGNORED_ATTRS))
+    ops = tuple([position[id(o)] for o in inst.operands]) if position is not None else ()
+    attrs = tuple(sorted([(k, _value(kernels, v)) for k, v in inst.attrs.items()
+                          if k not in IGNORED_ATTRS])) if inst.attrs else ()
     return (inst.opcode, str(inst.shape), ops, attrs, extra)
 
 

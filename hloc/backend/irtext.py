@@ -150,6 +150,7 @@ def text(value) -> str:
     buf.append("{\n")
     for blk in value.blocks:
         buf.append(f"{blk._format_name()}:\n")
-        buf += [f"  {instruction_text(i)}\n" for i in blk.instructions]
+        if blk.instructions:
+            buf.append("  " + "\n  ".join(map(instruction_text, blk.instructions)) + "\n")
     buf.append("}\n")
     return "".join(buf)

@@ -3,7 +3,12 @@
 Kernel ABI (modelled on XLA's kernel call frame): `void @name(ptr %args, i64 %wg, i64 %nwg)`
 where `args` holds one pointer per operand leaf then one per output leaf, and the
 outermost physical dimension is split into `nwg` work groups of which this call runs
-number `wg` — so a runtime can spread a kernel over threads without recompiling. The
+number `wg` — so a runtime can spread a kernel over threads without recompiling. A kernel
+small enough to be inlined (INLINE_WORK, far below parallel.MIN_WORK: called directly as
+one work group) takes the pointers as arguments instead, `void @name(ptr %in0, ...,
+ptr %out0, ..., i64 %wg, i64 %nwg)` (`fn.direct_args`): no array is stored by the caller
+and loaded back by the kernel (half the IR of a scan body of scalar kernels; once inlined
+LLVM's objects are the same). The
 loop walks the output in physical order (stores are sequential) and hands generators
 an Index carrying both the multi-index and the linear offset.
 """
@@ -12,9 +17,10 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..interp.core import unsupported
+from . import irfast
 from .context import KernelBuilder, ptr_arg
 from .inplace import copy_operand, dus_base, emit_window, same_buffer
-from .parallel import touched_bytes
+from .parallel import touched_bytes, work_groups
 from .loops import Index, for_range, i64, minor_to_major
 from .registry import ELEMENTAL, KERNEL
 from .registry import emitter as emitter_of
@@ -27,6 +33,21 @@ KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
 # a scan body of scalar ops then becomes straight-line code instead of ~100 calls. Their
 # float results pass llvm.arithmetic.fence, so the bits are those of a call.
 INLINE_WORK = 4096
+# The text of the array of pointers a direct kernel's call leaves out, in bytes (its GEPs
+# and loads in the kernel; the alloca, GEPs and stores in the caller): measured on the
+# tools/compare_ir.py modules. hloc.backend.partition still counts it in a function's
+# size (`fn.args_array_bytes`), so modules split into the parts they were tuned with.
+KERNEL_ARRAY_BYTES = (78, 7)        # per pointer, per kernel
+CALLER_ARRAY_BYTES = (99, 75)       # per pointer, per call
+_DIRECT: dict[int, ir.FunctionType] = {}
+
+
+def direct_type(n: int) -> ir.FunctionType:
+    """`void (ptr x n, i64 wg, i64 nwg)`: an inlinable kernel's type."""
+    t = _DIRECT.get(n)
+    if t is None:
+        t = _DIRECT[n] = ir.FunctionType(VOID, [PTR] * n + [I64, I64])
+    return t
 
 
 def _array_leaves(shape):
@@ -74,9 +95,24 @@ def _bind_leaves(kb, value, first, readers) -> None:
 
 def emit_kernel(mcx, inst) -> ir.Function:
     """The kernel computing `inst` (a fusion or an op with a generator or kernel emitter)."""
-    fn = ir.Function(mcx.module, KERNEL_TYPE, name=mcx.unique(inst.name))
-    fn.args[0].name, fn.args[1].name, fn.args[2].name = "args", "wg", "nwg"
     inlinable = touched_bytes(inst) < INLINE_WORK
+    # pointers as arguments when called directly as one work group (always, unless
+    # parallel.MIN_WORK is set below INLINE_WORK, as tests do)
+    direct = inlinable and (not data_parallel(inst) or work_groups(inst) == 1)
+    in_leaves = [s for o in inst.operands for s in o.shape.leaves()]   # the caller's buffers
+    out_shapes = _array_leaves(inst.shape)
+    n_ptrs = len(in_leaves) + len(out_shapes)
+    fn = ir.Function(mcx.module, direct_type(n_ptrs) if direct else KERNEL_TYPE,
+                     name=mcx.unique(inst.name))
+    if direct:
+        for k, a in enumerate(fn.args[:n_ptrs]):
+            a.name = f"in{k}" if k < len(in_leaves) else f"out{k - len(in_leaves)}"
+        fn.args[-2].name, fn.args[-1].name = "wg", "nwg"
+    else:
+        fn.args[0].name, fn.args[1].name, fn.args[2].name = "args", "wg", "nwg"
+    fn.direct_args = direct
+    if direct:
+        fn.args_array_bytes = KERNEL_ARRAY_BYTES[0] * n_ptrs + KERNEL_ARRAY_BYTES[1]
     fn.attributes.add("alwaysinline" if inlinable else "noinline")
     if inlinable:       # nothing else calls it: gone once inlined (no code emitted for it)
         fn.linkage = "internal"
@@ -86,13 +122,15 @@ def emit_kernel(mcx, inst) -> ir.Function:
     # boundaries do: no contraction or reassociation across kernels (xla-cpu numerics).
     kb.fence_outputs = inlinable and mcx.options.xla
     b = kb.b
-    args, wg, nwg = fn.args
+    wg, nwg = fn.args[-2:]
     if inst.opcode != "fusion" and any(o.shape.is_tuple for o in inst.operands):
         raise unsupported(inst, "a tuple-shaped operand of a kernel in the compiled back end")
-    in_leaves = [s for o in inst.operands for s in o.shape.leaves()]   # the caller's buffers
-    out_shapes = _array_leaves(inst.shape)
-    ptrs = [ptr_arg(b, args, k, name=f"in{k}") for k in range(len(in_leaves))]
-    outs = [ptr_arg(b, args, len(in_leaves) + k, name=f"out{k}") for k in range(len(out_shapes))]
+    if direct:
+        ptrs, outs = list(fn.args[:len(in_leaves)]), list(fn.args[len(in_leaves):n_ptrs])
+    else:
+        args = fn.args[0]
+        ptrs = [ptr_arg(b, args, k, name=f"in{k}") for k in range(len(in_leaves))]
+        outs = [ptr_arg(b, args, len(in_leaves) + k, name=f"out{k}") for k in range(len(out_shapes))]
     readers = [reader(lambda: kb, s, (lambda p=p: p)) for s, p in zip(in_leaves, ptrs)]
     if inst.opcode == "fusion":
         comp = inst.attrs["calls"]
@@ -203,5 +241,5 @@ def _store(kb, gen, targets, index):
         val = v[k] if k is not None else v
         val = kb.fenced(val)
         off = index.offset_in(shape)
-        p = b.gep(ptr, [off], source_etype=storage_type(shape.dtype), inbounds=True)
+        p = irfast.gep(b, ptr, [off], storage_type(shape.dtype))
         store_elem(b, shape.dtype, val, p)

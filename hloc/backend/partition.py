@@ -156,7 +156,10 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=(), units=()
     whole = "\n".join(header + [texts[v.name] for v in values] + metadata)
     unit_names = {n for n, _, _ in units}
     defined = [v for v in values if isinstance(v, ir.Function) and not v.is_declaration]
-    parts = max(1, min(max_parts, -(-sum(len(texts[f.name]) for f in defined)
+    # sizes count the arrays of pointers that calls of direct kernels leave out
+    # (hloc.backend.kernels.KERNEL_ARRAY_BYTES), as when the part sizes were tuned
+    size = {v.name: len(texts[v.name]) + getattr(v, "args_array_bytes", 0) for v in values}
+    parts = max(1, min(max_parts, -(-sum(size[f.name] for f in defined)
                                     // max(part_bytes, 1))) - len(units))
     every = [{f.name for f in defined}]
     if len(defined) < 2 or module.namedmetadata:
@@ -184,7 +187,6 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=(), units=()
                     seen.add(r)
                     stack.append(r)
         closure[f.name] = seen
-    size = {n: len(t) for n, t in texts.items()}
     if not owned:
         if units:                         # (the entry is always owned)
             raise AssertionError("units without the rest of the module")

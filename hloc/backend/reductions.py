@@ -140,19 +140,10 @@ def _float_extremum(inst):
 
 
 def _emit_extremum(kb, inst, ops, index, init, red, kept, split, greater):
-    """A max/min reduction as HLO defines it (llvm.maximum/minimum: NaN if any element is
-    NaN, +0 > -0) in two loops. The first is llvm.maxnum/minnum with nnan nsz (one
-    vmaxps per vector) beside the elements' sum (a vaddps), which is NaN if an element is
-    NaN (maxnum's result is then poison) and possibly when +inf and -inf both occur. Its
-    result is exact unless the sum is NaN or the result is a zero (nsz: its sign is
-    unknown); only then does the second, exact loop run (llvm.maximum/minimum). The same
-    bits either way."""
-    from .elementwise import fmax
+    """A max/min reduction as HLO defines it, in two loops (Extremum)."""
     b = kb.b
     shape0 = inst.operands[0].shape
-    t = init.type
-    nan_free = ("nnan", "nsz", "reassoc", "contract")
-    acc = _Acc(kb, [ir.Constant(t, float("-inf") if greater else float("inf")), ir.Constant(t, 0.0)])
+    ext = Extremum(kb, init.type, greater)
     multi = [None] * shape0.rank
     for k, d in enumerate(kept):     # before the loops: the index may compute them lazily
         multi[d] = index.multi[k]
@@ -160,25 +151,95 @@ def _emit_extremum(kb, inst, ops, index, init, red, kept, split, greater):
     _enter_loops(kb, shape0, red, split, ivs, stack)
     for d in red:
         multi[d] = ivs[d]
-    x = ops[0](Index(b, shape0, multi=list(multi)))
-    m, flag = acc.get()
-    name = f"llvm.{'maxnum' if greater else 'minnum'}.{'f32' if t == F32 else 'f64'}"
-    m = b.call(kb.mcx.intrinsic(name, t, [t, t]), [m, x], fastmath=nan_free)
-    flag = b.fadd(flag, x, flags=("reassoc",))
-    acc.set([m, flag])
+    ext.add(ops[0](Index(b, shape0, multi=list(multi))))
     for cm in reversed(stack):
         cm.__exit__(None, None, None)
-    m, flag = acc.get()
-    special = b.fcmp_unordered("uno", flag, flag)
-    # select, not or: m is poison when an element was NaN, and then `special` is true
-    slow = b.select(special, ir.Constant(I1, 1), b.fcmp_ordered("==", m, ir.Constant(t, 0.0)))
-    with kb.reassociating():
-        fast = fmax(kb, init, m, greater)
-    fast_end = b.block
-    exact_bb = b.append_basic_block("extremum.exact")
-    join = b.append_basic_block("extremum.join")
-    b.cbranch(slow, exact_bb, join)
-    b.position_at_end(exact_bb)
+    return ext.value(init, lambda: _exact_extremum(kb, inst, ops, init, red, multi, split, greater))
+
+
+class Extremum:
+    """The fast loop of a max/min reduction as HLO defines it (llvm.maximum/minimum: NaN if
+    any element is NaN, +0 > -0), fed one element at a time by `add` from whatever loop
+    visits the elements (the reduce's own, or a row group's loop over another row). It is
+    llvm.maxnum/minnum with nnan nsz (one vmaxps per vector) beside the elements' sum (a
+    vaddps), which is NaN if an element is NaN (maxnum's result is then poison) and
+    possibly when +inf and -inf both occur. Its result is exact unless the sum is NaN or
+    the result is a zero (nsz: its sign is unknown); only then does `value` run the
+    second, exact loop (llvm.maximum/minimum). The same bits either way, whatever order
+    the elements come in."""
+
+    def __init__(self, kb, t, greater):
+        self.kb, self.t, self.greater = kb, t, greater
+        self.acc = _Acc(kb, self._start())
+
+    def _start(self):
+        return [ir.Constant(self.t, float("-inf") if self.greater else float("inf")),
+                ir.Constant(self.t, 0.0)]
+
+    def reset(self):
+        self.acc.set(self._start())
+
+    def add(self, x):
+        b, t = self.kb.b, self.t
+        m, flag = self.acc.get()
+        name = f"llvm.{'maxnum' if self.greater else 'minnum'}.{'f32' if t == F32 else 'f64'}"
+        m = b.call(self.kb.mcx.intrinsic(name, t, [t, t]), [m, x],
+                   fastmath=("nnan", "nsz", "reassoc", "contract"))
+        flag = b.fadd(flag, x, flags=("reassoc",))
+        self.acc.set([m, flag])
+
+    def value(self, init, exact, also_exact=None):
+        """After the elements' loop: the reduction from `init`; `exact()` emits the exact
+        loop (in a block taken only when the fast result may be wrong, or where the i1
+        `also_exact` is true) and returns its result."""
+        from .elementwise import fmax
+        kb, t = self.kb, self.t
+        b = kb.b
+        m, flag = self.acc.get()
+        special = b.fcmp_unordered("uno", flag, flag)
+        # select, not or: m is poison when an element was NaN, and then `special` is true
+        slow = b.select(special, ir.Constant(I1, 1), b.fcmp_ordered("==", m, ir.Constant(t, 0.0)))
+        if also_exact is not None:
+            slow = b.select(also_exact, ir.Constant(I1, 1), slow)
+        with kb.reassociating():
+            fast = fmax(kb, init, m, self.greater)
+        fast_end = b.block
+        exact_bb = b.append_basic_block("extremum.exact")
+        join = b.append_basic_block("extremum.join")
+        b.cbranch(slow, exact_bb, join)
+        b.position_at_end(exact_bb)
+        exact_v = exact()
+        exact_end = b.block
+        b.branch(join)
+        b.position_at_end(join)
+        out = b.phi(t)
+        out.add_incoming(fast, fast_end)
+        out.add_incoming(exact_v, exact_end)
+        return out
+
+
+def extremum_reduce(inst):
+    """(greater, reduced dims major to minor) if `inst` is a reduce that Extremum computes."""
+    if inst.opcode != "reduce":
+        return None
+    greater = _float_extremum(inst)
+    if greater is None:
+        return None
+    dims = set(inst.attrs["dimensions"])
+    return greater, [d for d in reversed(minor_to_major(inst.operands[0].shape)) if d in dims]
+
+
+def exact_extremum(kb, inst, ops, init, multi, greater):
+    """Reduce `inst`'s exact loop at `multi` (its operand's index with the reduced
+    dimensions' entries ignored): the slow path of Extremum.value."""
+    _, red = extremum_reduce(inst)
+    return _exact_extremum(kb, inst, ops, init, red, list(multi), None, greater)
+
+
+def _exact_extremum(kb, inst, ops, init, red, multi, split, greater):
+    from .elementwise import fmax
+    b = kb.b
+    shape0 = inst.operands[0].shape
     acc2 = _Acc(kb, [init])
     ivs, stack = {}, []
     _enter_loops(kb, shape0, red, split, ivs, stack)
@@ -189,14 +250,7 @@ def _emit_extremum(kb, inst, ops, index, init, red, kept, split, greater):
         acc2.set([fmax(kb, acc2.get()[0], x, greater)])
     for cm in reversed(stack):
         cm.__exit__(None, None, None)
-    exact = acc2.get()[0]
-    exact_end = b.block
-    b.branch(join)
-    b.position_at_end(join)
-    out = b.phi(t)
-    out.add_incoming(fast, fast_end)
-    out.add_incoming(exact, exact_end)
-    return out
+    return acc2.get()[0]
 
 
 _CHUNK = 512            # hloc.interp.reductions' (HloEvaluator's) partial-sum length

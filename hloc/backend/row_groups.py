@@ -38,6 +38,7 @@ from .parallel import kernel_work
 from .registry import ELEMENTAL
 from .row_divide import RowDivide
 from .registry import emitter as emitter_of
+from . import row_ahead
 from .structural import reader
 from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
 
@@ -285,7 +286,10 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     envs = []                      # kept alive: generators are memoised by id(env)
     absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
                 if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
+    ahead, ahead_k = _ahead(kb, group, ptr_of, leaves, absorbed)
     with for_range(b, lo, hi, name="row") as r:
+        if ahead:
+            ahead.begin_row(r, lo)
         for mid, h in group.hosts.items():       # row r of the host's buffer
             per_row = h.shape.size // rows
             scratch[mid] = b.gep(ptr_of[id(leaves(h)[0])], [b.mul(r, i64(per_row), flags=("nsw", "nuw"))],
@@ -324,8 +328,11 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                     if total is not None:
                         total.reset()
                 kb.row_divide = None if exact else fast
-                _row_loop(kb, m.shape, rows, r, _generator(kb, m, readers, envs), target,
-                          None if total is None else total.add)
+                gen = ahead.current if ahead and k == 0 else _generator(kb, m, readers, envs)
+                beside = ahead.add if ahead and k == ahead_k else None
+                if beside:
+                    ahead.start(r, hi)
+                _row_loop(kb, m.shape, rows, r, gen, target, None if total is None else total.add, beside)
                 rd, kb.row_divide = kb.row_divide, None
                 return rd if rd is not None and rd.used else None
             if id(m) in again and fast is not None:
@@ -448,9 +455,10 @@ def _row_reader(kb, shape, slot, r, rows):
     return read
 
 
-def _row_loop(kb, shape, rows, r, gen, target, on_value=None):
+def _row_loop(kb, shape, rows, r, gen, target, on_value=None, beside=None):
     """Row r of `shape`: gen at each position (physical order), stored into the buffer
-    (row r of it) or the row scratch; each value also passed to `on_value`."""
+    (row r of it) or the row scratch; each value also passed to `on_value`, each
+    position to `beside`."""
     b = kb.b
     order = list(reversed(minor_to_major(shape)))      # major to minor; order[0]: the rows
     per_row = shape.size // rows
@@ -472,5 +480,18 @@ def _row_loop(kb, shape, rows, r, gen, target, on_value=None):
     store_elem(b, shape.dtype, v, p)
     if on_value is not None:
         on_value(v)
+    if beside is not None:
+        beside(index)
     for cm in reversed(stack):
         cm.__exit__(None, None, None)
+
+
+def _ahead(kb, group, ptr_of, leaves, absorbed):
+    """hloc.backend.row_ahead's carried first member and the member whose loop computes
+    it for the next row, or (None, None) where the group does not take it."""
+    k = row_ahead.plan(group, kb.mcx.options, absorbed)
+    if k is None:
+        return None, None
+    m0 = group.members[0]
+    x, init = (reader(lambda: kb, o.shape, (lambda p=ptr_of[id(leaves(o)[0])]: p)) for o in m0.operands)
+    return row_ahead.Ahead(kb, m0, x, init), k

@@ -256,7 +256,7 @@ def _each_row(kb, outputs, dim, body):
     nrows = 1
     for d in others:
         nrows *= shape.dims[d]
-    wg, nwg = kb.fn.args[1], kb.fn.args[2]
+    wg, nwg = kb.fn.args[-2], kb.fn.args[-1]
     lo = b.udiv(b.mul(i64(nrows), wg), nwg, name="rows.lo")
     hi = b.udiv(b.mul(i64(nrows), b.add(wg, i64(1))), nwg, name="rows.hi")
     with for_range(b, lo, hi, name="row") as row:

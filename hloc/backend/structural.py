@@ -14,8 +14,9 @@ from llvmlite import ir
 
 from ..interp.core import unsupported
 from ..ir.shape import ArrayShape
+from . import irfast
 from .conversions import convert_value
-from .loops import Index, clamp_i64, i64, is_default_layout, minor_to_major
+from .loops import ZERO, Index, clamp_i64, i64, is_default_layout, minor_to_major
 from .registry import emits
 from .types import I64, const, load_elem, storage_type
 from .elementwise import select_value
@@ -35,7 +36,7 @@ def reader(kb_getter, shape, base_ptr_fn):
         off = index.offset_in(shape) if index.shape.dims == shape.dims else None
         if off is None:
             raise AssertionError("index of another shape")
-        ptr = b.gep(base_ptr_fn(), [off], source_etype=st, inbounds=True)
+        ptr = irfast.gep(b, base_ptr_fn(), [off], st)
         return load_elem(b, shape.dtype, ptr)
     return read
 
@@ -225,7 +226,24 @@ def _emit_pad(kb, inst, ops, index):
 
 def _start(kb, inst, ops, k, limit, element=None):
     """Start index operand k (a scalar, or element `element` of a vector of start
-    indices, the old form), clamped to [0, limit] as HLO defines."""
+    indices, the old form), clamped to [0, limit] as HLO defines. A start has one value
+    wherever it is read, so within a basic block it is read and clamped once for all the
+    instructions that start at the same operand with the same limit (the dynamic slices
+    of one loop counter: a scan body's fusions read dozens), memoised in the kernel
+    builder's cache; only while the builder appends at the block's end, so the value
+    found is always defined before the use."""
+    b = kb.b
+    block = b.block
+    if b._anchor != len(block.instructions):
+        return _clamped_start(kb, inst, ops, k, limit, element)
+    key = ("start", id(inst.operands[k]), element, limit, id(block))
+    hit = kb.cache.get(key)
+    if hit is None:
+        hit = kb.cache[key] = (_clamped_start(kb, inst, ops, k, limit, element), block)
+    return hit[0]
+
+
+def _clamped_start(kb, inst, ops, k, limit, element):
     b = kb.b
     shape = inst.operands[k].shape
     sdt = shape.dtype
@@ -260,9 +278,11 @@ def _emit_dynamic_slice(kb, inst, ops, index):
     op = inst.operands[0].shape
     vector = _index_vector(inst, 1, op.rank)
     sizes = inst.attrs["dynamic_slice_sizes"]
-    multi = [b.add(m, _start(kb, inst, ops, 1 if vector else 1 + d, op.dims[d] - sizes[d],
-                             d if vector else None))
-             for d, m in enumerate(index.multi)]
+    multi = []
+    for d, m in enumerate(index.multi):
+        s = _start(kb, inst, ops, 1 if vector else 1 + d, op.dims[d] - sizes[d],
+                   d if vector else None)
+        multi.append(s if m is ZERO else b.add(m, s))
     return ops[0](_sub(index, op, multi))
 
 

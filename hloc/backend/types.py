@@ -21,6 +21,8 @@ from functools import lru_cache
 
 from llvmlite import ir
 
+from . import irfast
+
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()
@@ -114,7 +116,7 @@ def load_elem(b: ir.IRBuilder, dt, ptr: ir.Value):
         im = b.load(b.gep(ptr, [ir.Constant(I64, 0), ir.Constant(I32, 1)], source_etype=st,
                           inbounds=True), typ=comp)
         return Cplx(re, im)
-    v = b.load(ptr, typ=st)
+    v = irfast.load(b, ptr, st)
     return from_storage(b, dt, v)
 
 
@@ -157,7 +159,7 @@ def store_elem(b: ir.IRBuilder, dt, value, ptr: ir.Value) -> None:
             b.store(part, b.gep(ptr, [ir.Constant(I64, 0), ir.Constant(I32, k)], source_etype=st,
                                 inbounds=True))
         return
-    b.store(to_storage(b, dt, value), ptr)
+    irfast.store(b, to_storage(b, dt, value), ptr)
 
 
 def round_narrow(b, dt, v):

@@ -1,0 +1,103 @@
+"""A row group's leading max/min reduction computed one row ahead (hloc.backend.row_groups).
+
+Softmax's row group starts with the row's max, a loop that only streams the row in from
+memory (a load and a vmaxps per vector), then computes exp over the row (arithmetic
+bound, the row in cache by then) and divides. One row after the other, the core waits on
+memory in the first loop and the memory system idles in the others. Here the max of row
+r+1 is accumulated inside row r's exp loop (the first later member's over the same
+positions), so the next row streams in while the exp's arithmetic runs; row r only takes
+the max carried from the row before. The first row of a work group computes its max on
+the exact loop (no row before it accumulated it); the last row of a group, having no
+next row in it, takes its own row again (in cache). One exact loop serves both: at the
+start of each row, the row's value is taken from what the row before accumulated, or
+from the exact loop for the first row and where the fast result may be wrong. In the divide's loop instead (arithmetic ~3x lighter) the reads were
+not hidden: slower than no carrying at all on a loaded machine (2.14 against 1.93 ms on
+one thread; the exp loop 1.70).
+
+The accumulation is reductions.Extremum's, the reduce's own: exact in any order (nnan nsz
+max beside a NaN-detecting sum, the exact loop where the fast result may be wrong), so the
+max's bits are the reduce's in its own loop whatever the thread count or work groups. A
+reassociated row sum in the same loop (softmax's sum(e)) may be vectorised with another
+interleave count once the loop does more (xla-cpu numerics leave the order of its
+additions to LLVM): softmax's exp loop keeps its 4 x 16 partial sums, and so its bits;
+every version of the loop (a row redone with true divisions) carries the same work, so a
+redone row adds up as the others. Only in xla-cpu numerics (in ieee the exp is a libm
+call per element: nothing to overlap), for a first member that is a float max/min reduce
+of a group input over all but its rows.
+"""
+from __future__ import annotations
+
+from .loops import Index, i64, minor_to_major
+from .reductions import Extremum, exact_extremum, extremum_reduce
+from .types import storage_type
+
+ENABLED = True          # off: the first member in its own loop (for A/B measurements)
+
+
+def plan(group, options, absorbed=frozenset()) -> int | None:
+    """The member in whose row loop `group`'s first member is computed a row ahead, or
+    None: the first later member over the same positions in the same layout (not one of
+    `absorbed`, the row sums row_groups adds up in the previous member's loop)."""
+    ms = group.members
+    if not ENABLED or not options.xla or len(ms) < 2 or extremum_reduce(ms[0]) is None:
+        return None
+    m0 = ms[0]
+    x = m0.operands[0].shape
+    row = minor_to_major(x)[-1]
+    if not (x.rank >= 2 and m0.shape.size == group.rows and x.dims[row] == group.rows
+            and list(m0.attrs["dimensions"]) == sorted(d for d in range(x.rank) if d != row)):
+        return None
+    for k in range(1, len(ms)):
+        m = ms[k]
+        if k not in absorbed and not m.shape.is_tuple and m.shape.dtype.is_array and m.shape.dims == x.dims \
+                and minor_to_major(m.shape) == minor_to_major(x):
+            return k
+    return None
+
+
+class Ahead:
+    """The carried value and next row's accumulators of reduce `m0` in kernel builder `kb`
+    (`x_read`, `init_read`: generators of its two operands)."""
+
+    def __init__(self, kb, m0, x_read, init_read):
+        self.kb, self.m0 = kb, m0
+        self.x_read, self.init_read = x_read, init_read
+        self.greater, _ = extremum_reduce(m0)
+        self.x_shape = m0.operands[0].shape
+        self.row_dim = minor_to_major(self.x_shape)[-1]
+        self.t = t = storage_type(m0.shape.dtype)
+        self.slot = kb.alloca_entry(t, name=f"{m0.name}.ahead")
+        self.ext = Extremum(kb, t, self.greater)      # before the row loop: no element yet
+        self.next_row = None
+
+    def begin_row(self, r, lo) -> None:
+        """At the start of row r of a work group starting at lo: the row's reduction from
+        what the row before accumulated, or from the exact loop (the first row, which no
+        row before accumulated; or where the fast result may be wrong)."""
+        kb = self.kb
+        b = kb.b
+        init = self.init_read(Index(b, self.m0.operands[1].shape, multi=[]))
+        multi = [i64(0)] * self.x_shape.rank
+        multi[self.row_dim] = r
+        ops = [self.x_read, self.init_read]
+        first = b.icmp_unsigned("==", r, lo)
+        v = self.ext.value(init, lambda: exact_extremum(kb, self.m0, ops, init, multi, self.greater), first)
+        b.store(v, self.slot)
+
+    def current(self, index=None):
+        """The carried value: this row's reduction (a generator for m0 at any index)."""
+        return self.kb.b.load(self.slot, typ=self.t)
+
+    def start(self, r, hi) -> None:
+        """Before the loop that accumulates the next row (row r's, in a group ending at hi;
+        the last row takes itself)."""
+        b = self.kb.b
+        self.ext.reset()
+        nxt = b.add(r, i64(1), flags=("nsw", "nuw"))
+        self.next_row = b.select(b.icmp_unsigned("<", nxt, hi), nxt, r, name="row.ahead")
+
+    def add(self, index) -> None:
+        """In that loop, at `index` (its member's position): the next row's element."""
+        multi = list(index.multi)
+        multi[self.row_dim] = self.next_row
+        self.ext.add(self.x_read(Index(self.kb.b, self.x_shape, multi=multi)))
