@@ -55,8 +55,9 @@ SLP_MAX_INSTRUCTIONS = 8000
 # The level (optimiser and code generation) of a part whose functions all run their loops
 # briefly (hloc.backend.computation.Functions.brief: kernels under a MiB, or 64 KiB in a
 # while loop; computations of calls and loops). O1 leaves out GVN, DSE, jump threading and
-# the like, which on such code buy nothing measurable (grad(scan), the MLP and BERT steps,
-# the f64 scan: run time within 1 %), and code generation at "less" leaves out the post-RA
+# the like, which on such code buy little (run time: grad(scan), the MLP and BERT steps
+# within 1 %, the CNN step and the f64 scan 1-2 % slower), and code generation at "less"
+# leaves out the post-RA
 # scheduler: grad(scan)'s LLVM CPU 390 -> 245 ms, MLP 160 -> 135, BERT 1700 -> 1550.
 # Long loops keep the module's level: at O1 the row and streaming kernels ran 5-30 %
 # slower. Set per part: the level is a pipeline setting, not a process-wide option.
