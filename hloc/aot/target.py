@@ -65,9 +65,7 @@ class Target:
         tm = self.machine(options.opt_level)
         with compile_threads.OPTIONS_LOCK:  # hloc's default LLVM options, as in the JIT
             if options.opt_level > 0:       # the JIT's pipeline (hloc.backend.jit.optimize)
-                pto = llvm.PipelineTuningOptions(speed_level=options.opt_level)
-                pto.slp_vectorization = True
-                pb = llvm.PassBuilder(tm, pto)
+                pb = compile_threads.pass_builder(tm, options.opt_level)
                 pb.getModulePassManager().run(mod, pb)
             return tm.emit_object(mod)
 
