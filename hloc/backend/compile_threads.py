@@ -214,6 +214,21 @@ def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
     return out
 
 
+class _Machines:
+    """One thread's target machines, by level, each made by `make_tm(level)` when first
+    asked for (a machine serves one thread for many modules, one after another)."""
+
+    def __init__(self, make_tm):
+        self.make_tm = make_tm
+        self.by_level: dict = {}
+
+    def __call__(self, level: int):
+        tm = self.by_level.get(level)
+        if tm is None:
+            tm = self.by_level[level] = self.make_tm(level)
+        return tm
+
+
 class Ahead:
     """Parts compiled one after another on a thread of their own while the caller goes
     on (hloc.backend.jit.lower hands over a unit's part as soon as its code is complete).
@@ -241,7 +256,7 @@ class Ahead:
                 self._thread.start()
 
     def _work(self) -> None:
-        tms: dict = {}
+        machine = _Machines(self.make_tm)
         while True:
             with self._lock:
                 if not self._todo or self._closed or self._error is not None:
@@ -249,11 +264,10 @@ class Ahead:
                     return
                 index, text, level, slp, brief = self._todo.pop(0)
             try:
-                if level not in tms:
-                    tms[level] = self.make_tm(level)
+                tm = machine(level)
                 OPTIONS_LOCK.acquire(BRIEF_OPTIONS if brief else DEFAULT_OPTIONS)
                 try:
-                    obj = compile_one(text, lambda: tms[level], level, True, self.stats, slp)
+                    obj = compile_one(text, lambda: tm, level, True, self.stats, slp)
                 finally:
                     OPTIONS_LOCK.release()
                 with self._lock:
@@ -286,11 +300,8 @@ class Ahead:
 def _compile_all(texts, make_tm, threads, stats, slp, levels) -> list[bytes]:
     threads = max(1, min(threads, len(texts)))
     if threads == 1 or not available():
-        tms: dict = {}
-        for lv in levels:
-            if lv not in tms:
-                tms[lv] = make_tm(lv)
-        return [compile_one(t, lambda lv=lv: tms[lv], lv, False, stats, s)
+        machine = _Machines(make_tm)
+        return [compile_one(t, lambda lv=lv: machine(lv), lv, False, stats, s)
                 for t, s, lv in zip(texts, slp, levels)]
     order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
     out: list = [None] * len(texts)
@@ -298,7 +309,7 @@ def _compile_all(texts, make_tm, threads, stats, slp, levels) -> list[bytes]:
     lock = threading.Lock()
 
     def work():
-        tms: dict = {}                      # this thread's target machines, by level
+        machine = _Machines(make_tm)        # this thread's
         while True:
             with lock:
                 if not order or errors:
@@ -306,9 +317,7 @@ def _compile_all(texts, make_tm, threads, stats, slp, levels) -> list[bytes]:
                 k = order.pop(0)
             try:
                 lv = levels[k]
-                if lv not in tms:
-                    tms[lv] = make_tm(lv)
-                out[k] = compile_one(texts[k], lambda: tms[lv], lv, True, stats, slp[k])
+                out[k] = compile_one(texts[k], lambda: machine(lv), lv, True, stats, slp[k])
             except BaseException as e:      # re-raised in the caller's thread
                 with lock:
                     errors.append(e)
