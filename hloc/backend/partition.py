@@ -97,6 +97,12 @@ def _shared(fn, roots) -> bool:
     return fn.name not in roots and (fn.linkage in _PRIVATE or "noinline" not in fn.attributes)
 
 
+def _member_text(fn, text: str, roots) -> str:
+    """A function a part defines: a shared one as the part's internal copy."""
+    return _with_linkage(fn, "internal") if _shared(fn, roots) and fn.linkage not in _PRIVATE \
+        else text
+
+
 def unit_part(module: ir.Module, fn: ir.Function, printed: dict, roots=()):
     """(text, member names) of a part of its own for `fn`, an owned function whose code
     and callees are complete, or None where it cannot have one (see the module's
@@ -131,8 +137,7 @@ def unit_part(module: ir.Module, fn: ir.Function, printed: dict, roots=()):
     for v in by_name.values():           # in the module's order
         n = v.name
         if n in members:
-            lines.append(_with_linkage(v, "internal") if n != fn.name and v.linkage not in _PRIVATE
-                         else text(n))
+            lines.append(_member_text(v, text(n), roots))
         elif n in reached:
             if isinstance(v, ir.Function) and not v.is_declaration:
                 lines.append(_declaration(text(n)))
@@ -171,19 +176,16 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=(), units=()
            if isinstance(v, ir.GlobalVariable) for r in refs[v.name]):
         return Split(whole, [whole], every)  # a function's address in a global: not split
 
-    def shared(fn) -> bool:
-        return _shared(fn, roots)
-
     # Each owned function and the shared functions it reaches (its closure).
     closure = {}
-    owned = [f for f in defined if not shared(f) and f.name not in unit_names]
+    owned = [f for f in defined if not _shared(f, roots) and f.name not in unit_names]
     for f in owned:
         seen, stack = {f.name}, [f.name]
         while stack:
             for r in refs[stack.pop()]:
                 g = by_name[r]
                 if r not in seen and isinstance(g, ir.Function) and not g.is_declaration \
-                        and shared(g):
+                        and _shared(g, roots):
                     seen.add(r)
                     stack.append(r)
         closure[f.name] = seen
@@ -233,10 +235,7 @@ def split(module: ir.Module, part_bytes: int, max_parts: int, roots=(), units=()
             elif v.is_declaration:
                 lines.append(texts[n])
             elif n in m:
-                if shared(v) and v.linkage not in _PRIVATE:
-                    lines.append(_with_linkage(v, "internal"))
-                else:
-                    lines.append(texts[n])
+                lines.append(_member_text(v, texts[n], roots))
             elif n in used[k]:
                 lines.append(_declaration(texts[n]))
         out.append("\n".join(lines + metadata))
