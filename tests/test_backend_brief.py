@@ -119,37 +119,51 @@ def test_brief_turns_partial_unrolling_off(monkeypatch):
     assert _objects(text, False) != off
 
 
-@pytest.mark.parametrize("stem", ["bert_train_step", "mlp_train_step", "looped", "softmax"])
-def test_brief_parts_give_the_same_bits(stem, monkeypatch):
+def _case(stem: str):
+    """(HLO text, inputs) of the looped module or a testdata dump (its optimised text)."""
     if stem == "looped":
-        text = _looped(BRIEF_LOOPED_WORK // 12 - 64)
-        ins = [np.random.default_rng(0).standard_normal(BRIEF_LOOPED_WORK // 12 - 64, np.float32)]
-    elif stem == "softmax":        # not brief itself: forced, for its loops' unrolling
-        monkeypatch.setattr(row_groups, "MIN_BYTES", 1 << 60)     # separate kernels (above)
-        text = _softmax(64, 1024)
-        ins = [np.random.default_rng(0).standard_normal((64, 1024), np.float32)]
-    else:
-        d = load_npz(DUMPS / f"{stem}.npz")
-        ins = [d[f"in{i}"] for i in range(sum(1 for k in d if k.startswith("in") and k[2:].isdigit()))]
-        text = (DUMPS / f"{stem}.after_optimizations.hlo").read_text()
-    bits, briefs = [], []
-    for force in ((True, False) if stem == "softmax" else (None, False)):
+        n = BRIEF_LOOPED_WORK // 12 - 64
+        return _looped(n), [np.random.default_rng(0).standard_normal(n, np.float32)]
+    d = load_npz(DUMPS / f"{stem}.npz")
+    ins = [d[f"in{i}"] for i in range(sum(1 for k in d if k.startswith("in") and k[2:].isdigit()))]
+    return (DUMPS / f"{stem}.after_optimizations.hlo").read_text(), ins
+
+
+def _bits_forcing(monkeypatch, text, stem, ins, field: str, forces, prepare=False):
+    """Output bits of the compiled module once per value in `forces`, with the lowered
+    module's per-part list `field` set to that value in every part (None: as lowered),
+    and that list as each compile had it."""
+    bits, seen = [], []
+    for force in forces:
         real = jit.lower
 
         def lower(module, options, share_kernels=True, ahead=False, _force=force, _real=real):
             low = _real(module, options, share_kernels)
             if _force is not None:
-                low.brief = [_force] * len(low.parts)
-            briefs.append(list(low.brief))
+                setattr(low, field, [_force] * len(low.parts))
+            seen.append(list(getattr(low, field)))
             return low
         monkeypatch.setattr("hloc.backend.executable.lower", lower)
         m = hloc.parse(text, stem)
-        if stem == "softmax":
+        if prepare:
             from hloc.cli_backend import prepare_for_cpu
             m = prepare_for_cpu(m, None)               # the fused row kernel
-        exe = compile_module(m)
-        out = flatten_leaves(exe.run(bind_arguments(m, ins)), m.entry.root.shape)
+        out = flatten_leaves(compile_module(m).run(bind_arguments(m, ins)), m.entry.root.shape)
         bits.append([np.asarray(x).tobytes() for x in out])
+    return bits, seen
+
+
+@pytest.mark.parametrize("stem", ["bert_train_step", "mlp_train_step", "looped", "softmax"])
+def test_brief_parts_give_the_same_bits(stem, monkeypatch):
+    if stem == "softmax":          # not brief itself: forced, for its loops' unrolling
+        monkeypatch.setattr(row_groups, "MIN_BYTES", 1 << 60)     # separate kernels (above)
+        text = _softmax(64, 1024)
+        ins = [np.random.default_rng(0).standard_normal((64, 1024), np.float32)]
+    else:
+        text, ins = _case(stem)
+    bits, briefs = _bits_forcing(monkeypatch, text, stem, ins, "brief",
+                                 (True, False) if stem == "softmax" else (None, False),
+                                 prepare=stem == "softmax")
     assert any(briefs[0]) and not any(briefs[1])
     assert bits[0] == bits[1]
 
@@ -190,27 +204,8 @@ def test_the_brief_level_changes_the_code():
 
 @pytest.mark.parametrize("stem", ["bert_train_step", "mlp_train_step", "looped"])
 def test_brief_level_gives_the_same_bits(stem, monkeypatch):
-    if stem == "looped":
-        n = BRIEF_LOOPED_WORK // 12 - 64
-        text, ins = _looped(n), [np.random.default_rng(0).standard_normal(n, np.float32)]
-    else:
-        d = load_npz(DUMPS / f"{stem}.npz")
-        ins = [d[f"in{i}"] for i in range(sum(1 for k in d if k.startswith("in") and k[2:].isdigit()))]
-        text = (DUMPS / f"{stem}.after_optimizations.hlo").read_text()
-    bits, levels = [], []
-    for force in (None, 3):
-        real = jit.lower
-
-        def lower(module, options, share_kernels=True, ahead=False, _force=force, _real=real):
-            low = _real(module, options, share_kernels)
-            if _force is not None:
-                low.levels = [_force] * len(low.parts)
-            levels.append(list(low.levels))
-            return low
-        monkeypatch.setattr("hloc.backend.executable.lower", lower)
-        m = hloc.parse(text, stem)
-        out = flatten_leaves(compile_module(m).run(bind_arguments(m, ins)), m.entry.root.shape)
-        bits.append([np.asarray(x).tobytes() for x in out])
+    text, ins = _case(stem)
+    bits, levels = _bits_forcing(monkeypatch, text, stem, ins, "levels", (None, 3))
     assert jit.BRIEF_LEVEL in levels[0] and set(levels[1]) == {3}
     assert bits[0] == bits[1]
 
