@@ -1,6 +1,7 @@
 """Parts whose loops all run briefly compile without code generation's loop strength
 reduction and without partial loop unrolling (hloc.backend.computation.Functions.brief,
-compile_threads.BRIEF_OPTIONS): which parts are brief, that each option is applied, that
+compile_threads.BRIEF_OPTIONS), and so do parts of row kernels (jit.ROW_BRIEF_OPTIONS),
+which also have their own code generation level and no SLP: which parts are brief, that each option is applied, that
 their results keep their bits, and that the process-wide LLVM options are back at their
 defaults after (a later compile's objects are unchanged)."""
 from __future__ import annotations
@@ -71,7 +72,7 @@ def _brief(text: str) -> list[bool]:
     return jit.lower(hloc.parse(text), Options()).brief
 
 
-def test_which_parts_are_brief():
+def test_which_parts_are_brief(monkeypatch):
     # elementwise x*y+x touches 12 bytes per element
     small, large = 1 << 10, MIN_WORK // 12 + 1
     assert _brief(_elementwise(small)) == [True]
@@ -79,7 +80,9 @@ def test_which_parts_are_brief():
     # in a while loop: brief under BRIEF_LOOPED_WORK (12 bytes per element here too)
     assert _brief(_looped(BRIEF_LOOPED_WORK // 12 - 64)) == [True]
     assert _brief(_looped(BRIEF_LOOPED_WORK // 12 + 64)) == [False]
-    # the softmax row kernel keeps code generation's loop strength reduction
+    # a row kernel's part compiles under the brief options too (jit.ROW_BRIEF_OPTIONS)
+    assert _brief(_softmax(64, 1024)) == [True]
+    monkeypatch.setattr(jit, "ROW_BRIEF_OPTIONS", False)
     assert _brief(_softmax(64, 1024)) == [False]
 
 
@@ -208,6 +211,33 @@ def test_brief_level_gives_the_same_bits(stem, monkeypatch):
     bits, levels = _bits_forcing(monkeypatch, text, stem, ins, "levels", (None, 3))
     assert jit.BRIEF_LEVEL in levels[0] and set(levels[1]) == {3}
     assert bits[0] == bits[1]
+
+
+def test_row_parts_compile_the_row_way(monkeypatch):
+    """A part of row kernels: the module's level for the optimiser, ROW_CODEGEN_LEVEL for
+    code generation, no SLP (jit.ROW_SLP); other parts as before; the code generation
+    level changes the code but not the bits."""
+    low = jit.lower(hloc.parse(_softmax(64, 1024)), Options())
+    assert (low.levels, low.codegen, low.slp) == ([None], [jit.ROW_CODEGEN_LEVEL], [jit.ROW_SLP])
+    low = jit.lower(hloc.parse(_elementwise(MIN_WORK // 12 + 1)), Options())
+    assert (low.levels, low.codegen, low.slp) == ([None], [None], [True])
+    low = jit.lower(hloc.parse(_softmax(64, 1024)), Options(opt_level=0))
+    assert low.codegen == [0]                               # never above the options'
+    text = _softmax(64, 1024)
+
+    def objects(codegen):
+        low = jit.lower(hloc.parse(text), Options())
+        if codegen is not None:
+            low.codegen = [codegen]
+        return jit.compile_objects(low, Options(), threads=1)
+    assert objects(None) == objects(jit.ROW_CODEGEN_LEVEL) != objects(3)
+    ins = [np.random.default_rng(0).standard_normal((64, 1024), np.float32)]
+    bits, cgs = _bits_forcing(monkeypatch, text, "softmax", ins, "codegen", (None, 3),
+                              prepare=True)
+    assert cgs == [[jit.ROW_CODEGEN_LEVEL], [3]] and bits[0] == bits[1]
+    bits, briefs = _bits_forcing(monkeypatch, text, "softmax", ins, "brief", (None, False),
+                                 prepare=True)
+    assert briefs == [[True], [False]] and bits[0] == bits[1]
 
 
 def test_compiles_under_other_options_wait_and_the_defaults_come_back():

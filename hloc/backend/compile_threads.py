@@ -18,7 +18,9 @@ as its code is complete); `compile_all` then compiles the rest beside it.
 
 Each part has its own level (hloc.backend.jit.BRIEF_LEVEL), for both its optimiser
 (the pipeline's speed level) and its code generation (the target machine's; each thread
-keeps one per level): settings of the part's own pipeline and machine, not options.
+keeps one per level), and may have a code generation level of its own
+(hloc.backend.jit.ROW_CODEGEN_LEVEL): settings of the part's own pipeline and machine,
+not options.
 
 A part whose loops all run briefly (hloc.backend.computation.Functions.brief: small
 kernels, no library loops; hloc.backend.jit.lower marks every part of a module or none)
@@ -187,17 +189,20 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
 
 def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
                 stats: Stats | None = None, slp: list[bool] | None = None,
-                brief: list[bool] | None = None, levels: list[int] | None = None) -> list[bytes]:
+                brief: list[bool] | None = None, levels: list[int] | None = None,
+                codegen: list[int] | None = None) -> list[bytes]:
     """The objects of `texts`, in order, compiled on up to `threads` threads (largest
     first, each thread taking the next when done; `make_tm(level)`: a target machine
     whose code generation runs at `level`, made once per thread and level; `slp`: per
     text, SLP on or off, default on; `brief`: per text, whether it compiles with
     BRIEF_OPTIONS, default not; `levels`: per text, the level of both its optimiser and
-    its code generation, default `opt_level`). Objects do not depend on `threads`."""
+    its code generation, default `opt_level`; `codegen`: per text, the level of its code
+    generation where not its level's). Objects do not depend on `threads`."""
     n = len(texts)
     slp = list(slp) if slp is not None else [True] * n
     brief = list(brief) if brief is not None else [False] * n
     levels = list(levels) if levels is not None else [opt_level] * n
+    codegen = list(codegen) if codegen is not None else levels
     out: list = [None] * n
     for phase in (False, True):
         ks = [k for k in range(n) if bool(brief[k]) == phase]
@@ -206,7 +211,8 @@ def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
         OPTIONS_LOCK.acquire(BRIEF_OPTIONS if phase else DEFAULT_OPTIONS)
         try:
             objs = _compile_all([texts[k] for k in ks], make_tm, threads, stats,
-                                [slp[k] for k in ks], [levels[k] for k in ks])
+                                [slp[k] for k in ks], [levels[k] for k in ks],
+                                [codegen[k] for k in ks])
         finally:
             OPTIONS_LOCK.release()
         for k, obj in zip(ks, objs):
@@ -239,17 +245,19 @@ class Ahead:
         self.make_tm = make_tm
         self.stats = Stats()
         self._lock = threading.Lock()
-        self._todo: list = []             # (index, text, level, slp, brief)
+        self._todo: list = []             # (index, text, level, slp, brief, codegen)
         self._done: dict = {}
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def submit(self, index: int, text: str, level: int, slp: bool, brief: bool) -> None:
+    def submit(self, index: int, text: str, level: int, slp: bool, brief: bool,
+               codegen: int | None = None) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("parts submitted after close()")
-            self._todo.append((index, text, level, slp, brief))
+            self._todo.append((index, text, level, slp, brief,
+                               level if codegen is None else codegen))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="hloc-llvm-ahead",
                                                 daemon=True)
@@ -262,9 +270,9 @@ class Ahead:
                 if not self._todo or self._closed or self._error is not None:
                     self._thread = None
                     return
-                index, text, level, slp, brief = self._todo.pop(0)
+                index, text, level, slp, brief, codegen = self._todo.pop(0)
             try:
-                tm = machine(level)
+                tm = machine(codegen)
                 OPTIONS_LOCK.acquire(BRIEF_OPTIONS if brief else DEFAULT_OPTIONS)
                 try:
                     obj = compile_one(text, lambda: tm, level, True, self.stats, slp)
@@ -297,12 +305,12 @@ class Ahead:
         return dict(self._done)
 
 
-def _compile_all(texts, make_tm, threads, stats, slp, levels) -> list[bytes]:
+def _compile_all(texts, make_tm, threads, stats, slp, levels, codegen) -> list[bytes]:
     threads = max(1, min(threads, len(texts)))
     if threads == 1 or not available():
         machine = _Machines(make_tm)
-        return [compile_one(t, lambda lv=lv: machine(lv), lv, False, stats, s)
-                for t, s, lv in zip(texts, slp, levels)]
+        return [compile_one(t, lambda cg=cg: machine(cg), lv, False, stats, s)
+                for t, s, lv, cg in zip(texts, slp, levels, codegen)]
     order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
     out: list = [None] * len(texts)
     errors: list[BaseException] = []
@@ -316,8 +324,8 @@ def _compile_all(texts, make_tm, threads, stats, slp, levels) -> list[bytes]:
                     return
                 k = order.pop(0)
             try:
-                lv = levels[k]
-                out[k] = compile_one(texts[k], lambda: machine(lv), lv, True, stats, slp[k])
+                lv, cg = levels[k], codegen[k]
+                out[k] = compile_one(texts[k], lambda: machine(cg), lv, True, stats, slp[k])
             except BaseException as e:      # re-raised in the caller's thread
                 with lock:
                     errors.append(e)

@@ -69,6 +69,10 @@ class Functions:
         # (compile_threads.BRIEF_OPTIONS); anything not noted here (row kernels, GEMM and
         # runtime helpers) does not.
         self.brief: dict[str, bool] = {}
+        # row-group kernels (hloc.backend.row_groups) with loops along their rows: their
+        # parts compile the row way
+        # (hloc.backend.jit.ROW_SLP, ROW_CODEGEN_LEVEL, ROW_BRIEF_OPTIONS)
+        self.rows: set[str] = set()
         self._looped: set[int] = set()     # computations run inside a while loop
         # called with each function made noinline by OWN_UNIT_INSTRUCTIONS once its code
         # is complete (its callees come first): hloc.backend.jit compiles it ahead
@@ -234,7 +238,9 @@ class _Emitter:
             if group is None:
                 self.instruction(inst)
             elif group.members[0] is inst:        # the others run inside its kernel
-                row_groups.emit(self, group)
+                fn = row_groups.emit(self, group)
+                if any(m.shape.size > group.rows for m in group.members):
+                    self.fns.rows.add(fn.name)          # it loops along its rows
         for j, buf in self.plan.root_copies:
             out = ptr_arg(self.b, self.fn.args[1], j)
             if buf.kind == "param":     # a while body's state passed through: maybe one buffer

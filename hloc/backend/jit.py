@@ -62,6 +62,16 @@ SLP_MAX_INSTRUCTIONS = 8000
 # Long loops keep the module's level: at O1 the row and streaming kernels ran 5-30 %
 # slower. Set per part: the level is a pipeline setting, not a process-wide option.
 BRIEF_LEVEL = 1
+# A part of row-group kernels (hloc.backend.row_groups: loops over long rows; the rest of
+# the part brief) is optimised at the module's level (the loop vectoriser), but without
+# SLP (ROW_SLP: softmax's and layernorm's objects are identical with and without it, and
+# it is 0.5-1 ms of their optimisation), with code generation at ROW_CODEGEN_LEVEL (None:
+# the part's own level) and, with ROW_BRIEF_OPTIONS, under compile_threads.BRIEF_OPTIONS
+# where every other part may (no loop strength reduction; the row loops carry their
+# own unroll hints, hloc.backend.row_groups._row_hints). Set per part, like BRIEF_LEVEL.
+ROW_SLP = False
+ROW_CODEGEN_LEVEL = 1
+ROW_BRIEF_OPTIONS = True
 _host = None
 
 
@@ -106,7 +116,7 @@ class Lowered:
     """The LLVM module of one HLO module and what the runtime needs to call it."""
 
     def __init__(self, ir_text: str, arena: int, entry_comp, sites=(), parts=None, slp=None,
-                 brief=None, levels=None):
+                 brief=None, levels=None, codegen=None):
         self.ir_text = ir_text
         self.parts = list(parts) if parts else [ir_text]    # what compiles, one object each
         self.slp = list(slp) if slp is not None else [True] * len(self.parts)   # per part
@@ -114,6 +124,8 @@ class Lowered:
         self.brief = list(brief) if brief is not None else [False] * len(self.parts)
         # per part: LLVM's level for it (optimiser and code generation), None: the options'
         self.levels = list(levels) if levels is not None else [None] * len(self.parts)
+        # per part: the level of its code generation, None: its level's
+        self.codegen = list(codegen) if codegen is not None else [None] * len(self.parts)
         self.ahead = None                # compile_threads.Ahead compiling the first parts
         self.units = 0                   # ... that many (jit.lower with ahead=True)
         self.arena = arena
@@ -128,11 +140,27 @@ def _brief_names(fns: Functions, mcx) -> set:
     return brief | {f.name for f in mcx.module.functions if "optnone" in f.attributes}
 
 
+def _row_part(fns: Functions, members: set, brief: set) -> bool:
+    """Whether a part holds row-group kernels and otherwise only brief functions."""
+    return bool(members & fns.rows) and members <= brief | fns.rows
+
+
+def _cheap_options(fns: Functions, members: set, brief: set) -> bool:
+    """Whether a part may compile under compile_threads.BRIEF_OPTIONS."""
+    return members <= brief or (ROW_BRIEF_OPTIONS and _row_part(fns, members, brief))
+
+
 def _part_settings(fns: Functions, members: set, brief: set, options: Options):
-    """(SLP on, level) of a part: SLP_MAX_INSTRUCTIONS, BRIEF_LEVEL."""
+    """(SLP on, level, code-generation level) of a part: SLP_MAX_INSTRUCTIONS,
+    BRIEF_LEVEL, ROW_SLP and ROW_CODEGEN_LEVEL."""
     large = any(fns.weight(f) > SLP_MAX_INSTRUCTIONS for f in fns.fns.values()
                 if f.name in members)
-    return not large, (min(options.opt_level, BRIEF_LEVEL) if members <= brief else None)
+    if members <= brief:
+        return not large, min(options.opt_level, BRIEF_LEVEL), None
+    if _row_part(fns, members, brief):
+        cg = None if ROW_CODEGEN_LEVEL is None else min(options.opt_level, ROW_CODEGEN_LEVEL)
+        return ROW_SLP and not large, None, cg
+    return not large, None, None
 
 
 @gc_paused
@@ -158,10 +186,11 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
             return
         text, members = got
         brief = _brief_names(fns, mcx)
-        slp, level = _part_settings(fns, members, brief, options)
-        settings = (slp, members <= brief, level)
-        pending.submit(len(units), text, options.opt_level if level is None else level,
-                       slp, members <= brief)
+        slp, level, cg = _part_settings(fns, members, brief, options)
+        cheap = _cheap_options(fns, members, brief)
+        settings = (slp, cheap, level, cg)
+        level = options.opt_level if level is None else level
+        pending.submit(len(units), text, level, slp, cheap, level if cg is None else cg)
         units.append((fn.name, text, members, settings))
     if pending is not None:
         fns.on_unit = on_unit
@@ -204,13 +233,12 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
     # 236 in one phase).
     brief = _brief_names(fns, mcx)
     rest = sp.members[len(units):]
-    every = all(m <= brief for m in rest)
+    every = all(_cheap_options(fns, m, brief) for m in rest)
     settings = [u[3] for u in units] + [
-        (slp, every, level) for slp, level in (_part_settings(fns, m, brief, options)
-                                               for m in rest)]
+        (slp, every, level, cg) for slp, level, cg in (_part_settings(fns, m, brief, options)
+                                                       for m in rest)]
     lowered = Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts,
-                      [s[0] for s in settings], [s[1] for s in settings],
-                      [s[2] for s in settings])
+                      *([s[k] for s in settings] for k in range(4)))
     lowered.ahead = pending               # compiling the first `units` parts
     lowered.units = len(units)
     lowered.kernels_merged = fns.kernels.merged if fns.kernels is not None else 0
@@ -292,6 +320,7 @@ def compile_objects(lowered: Lowered, options: Options, threads: int | None = No
     `stats` (compile_threads.Stats) collects seconds per LLVM phase."""
     threads = compile_threads_default() if threads is None else threads
     levels = [options.opt_level if lv is None else lv for lv in lowered.levels]
+    codegen = [lv if cg is None else cg for lv, cg in zip(levels, lowered.codegen)]
     ahead, lowered.ahead = lowered.ahead, None
     n = len(lowered.parts)
     todo = list(range(n))
@@ -301,7 +330,7 @@ def compile_objects(lowered: Lowered, options: Options, threads: int | None = No
     pick = lambda xs: [xs[k] for k in todo]   # noqa: E731
     objs = dict(zip(todo, compile_threads.compile_all(
         pick(lowered.parts), compile_machine, options.opt_level, threads, stats,
-        pick(lowered.slp), pick(lowered.brief), pick(levels))))
+        pick(lowered.slp), pick(lowered.brief), pick(levels), pick(codegen))))
     if ahead is not None:
         objs.update(ahead.wait())
         if stats is not None:

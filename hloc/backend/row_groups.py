@@ -236,8 +236,9 @@ def _finish(members, comp) -> Group:
 
 # -- emission
 
-def emit(em, group: Group) -> None:
-    """In computation emitter `em`: the group's kernel, over the work-group runtime."""
+def emit(em, group: Group) -> ir.Function:
+    """In computation emitter `em`: the group's kernel, over the work-group runtime
+    (returned)."""
     from .profile import Site
     ids = {id(m) for m in group.members}
     ins, seen = [], set()
@@ -260,6 +261,7 @@ def emit(em, group: Group) -> None:
             em.b.call(parallel.parallel_function(em.mcx), [fn, args, i64(group.nwg)])
         else:
             em.b.call(fn, [args, i64(0), i64(1)])
+    return fn
 
 
 def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
