@@ -29,8 +29,9 @@ strength reduction, and the optimiser without partial loop unrolling. LSR rewrit
 integer address arithmetic (results were bit-identical on every dump and benchmark module
 with it off in every part), it is a fifth of a kernel-heavy module's LLVM time (BERT step:
 3.0 -> 2.4 s CPU) and half the code generation of a part of many small inlined loop nests,
-and it gains 1-5 % on long loops (row and streaming kernels, which keep it) but nothing
-measurable on short ones. Partial unrolling (of constant-trip loops too long to unroll
+and it gains 1-5 % on long streaming loops (which keep it) but nothing measurable on
+short ones, nor on row kernels (hloc.backend.jit.ROW_BRIEF_OPTIONS: their parts go without it,
+2-2.5 ms of softmax's code generation). Partial unrolling (of constant-trip loops too long to unroll
 fully; full unrolling is unchanged) copies the body of every such loop several times over
 for the rest of the pipeline and code generation to work through: off as well, the BERT
 step's LLVM CPU time fell by another sixth (2.09 -> 1.75 s; MLP step 196 -> 162 ms) for

@@ -67,7 +67,7 @@ class Functions:
         # kernel (BRIEF_LOOPED_WORK), a computation whose own code is calls and while
         # loops. Parts holding only such functions compile the cheaper way
         # (compile_threads.BRIEF_OPTIONS); anything not noted here (row kernels, GEMM and
-        # runtime helpers) does not.
+        # runtime helpers) does not (row kernels' parts may: Functions.rows).
         self.brief: dict[str, bool] = {}
         # row-group kernels (hloc.backend.row_groups) with loops along their rows: their
         # parts compile the row way
