@@ -71,8 +71,9 @@ BRIEF_LEVEL = 1
 # where every other part may (no loop strength reduction; the row loops carry their
 # own unroll hints, hloc.backend.row_groups._row_hints). Set per part, like BRIEF_LEVEL.
 # LLVM CPU, softmax 512x8192 36-38 -> 34 ms, layernorm 4096x1024 19-20 -> 16-18; run time,
-# in cache on one thread (64x8192, 512x1024, calls in ABBA rounds): softmax equal,
-# layernorm 1.5-5.5 % faster; the bits are unchanged. What is left is LLVM's cost per
+# in cache on one thread (64x8192, 512x1024, benchmarks/row_ab.py): softmax within 0.6 %,
+# layernorm from 0.8 % slower to 5.5 % faster over five runs (identical code: 0.7 %); the
+# bits are unchanged. What is left is LLVM's cost per
 # pipeline run over the vector code: O3 run again on its own output still takes 16 of
 # softmax's 17 ms, where a pipeline of SROA, InstCombine and SimplifyCFG takes 1 ms, but
 # llvmlite 0.50 exposes no loop vectoriser outside the default pipelines.

@@ -1,0 +1,95 @@
+"""A/B of hloc.backend settings on the softmax and layernorm row kernels, calls in ABBA rounds.
+
+    python benchmarks/row_ab.py MODULE.NAME=VALUE[,...] [--threads N] [--rounds N] [--full]
+
+Compiles run.py's softmax and layernorm modules twice in one process, A as the tree has
+them and B with the settings (modules under hloc.backend, e.g.
+`jit.ROW_CODEGEN_LEVEL=None,jit.ROW_BRIEF_OPTIONS=False`), checks that B's output bits
+are A's, then times single calls in rounds of A B B A (B A A B every other round) and
+prints each side's minimum and 25th percentile and the median over rounds of B's time
+over A's. On 1/8 of run.py's rows (softmax 64x8192, layernorm 512x1024: in L3 after the
+first call; `--full` adds run.py's sizes, where the place the results land in memory moves
+identical code by up to 20 % on one thread) the ABBA median of two identical
+executables was within 0.7 % here, where interleaved.py's blocks of one executable after
+the other differ by 5-10 % with their place in the round. Not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import hloc  # noqa: E402
+from hloc.backend import compile_module  # noqa: E402
+from hloc.cli_backend import prepare_for_cpu  # noqa: E402
+from run import _layernorm, _softmax  # noqa: E402  (benchmarks/run.py's modules)
+
+
+def _set(spec: str) -> dict:
+    """Apply `module.NAME=value,...` (modules under hloc.backend); the old values."""
+    old = {}
+    for kv in filter(None, spec.split(",")):
+        key, value = kv.split("=", 1)
+        mod, name = key.rsplit(".", 1)
+        m = importlib.import_module(f"hloc.backend.{mod}")
+        old[(m, name)] = getattr(m, name)
+        setattr(m, name, eval(value, {}))       # noqa: S307  (a dev tool's own argument)
+    return old
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("settings")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=300)
+    ap.add_argument("--full", action="store_true", help="also run.py's sizes")
+    opts = ap.parse_args(argv)
+    cases = [("softmax", _softmax, 64, 8192), ("layernorm", _layernorm, 512, 1024)]
+    if opts.full:
+        cases += [("softmax", _softmax, 512, 8192), ("layernorm", _layernorm, 4096, 1024)]
+    print(f"B: {opts.settings}; threads={opts.threads}; {opts.rounds} ABBA rounds; ms")
+    print("| case | A min | A p25 | B min | B p25 | median B/A |")
+    print("|---|---|---|---|---|---|")
+    for name, make, rows, cols in cases:
+        module = prepare_for_cpu(hloc.parse(make(rows, cols), name), None)
+        x = np.random.default_rng(0).standard_normal((rows, cols), np.float32)
+        a = compile_module(module, numerics="xla-cpu", threads=opts.threads)
+        old = _set(opts.settings)
+        try:
+            b = compile_module(module, numerics="xla-cpu", threads=opts.threads)
+        finally:
+            for (m, n), v in old.items():
+                setattr(m, n, v)
+        ra, rb = a.run([x]), b.run([x])
+        assert np.asarray(ra).tobytes() == np.asarray(rb).tobytes(), "B's bits differ"
+        del ra, rb
+
+        def call(e):
+            t0 = time.perf_counter()
+            e.run([x])
+            return time.perf_counter() - t0
+        ta, tb, ratios = [], [], []
+        for r in range(opts.rounds):
+            if r % 2 == 0:
+                xa, ya, yb, xb = call(a), call(b), call(b), call(a)
+            else:
+                ya, xa, xb, yb = call(b), call(a), call(a), call(b)
+            ta += [xa, xb]
+            tb += [ya, yb]
+            ratios.append((ya + yb) / (xa + xb))
+        ta.sort()
+        tb.sort()
+        q = len(ta) // 4
+        print(f"| {name} {rows}x{cols} | {ta[0] * 1e3:.3f} | {ta[q] * 1e3:.3f} | {tb[0] * 1e3:.3f} "
+              f"| {tb[q] * 1e3:.3f} | {statistics.median(ratios):.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
