@@ -62,6 +62,19 @@ def test_object_cache_hit_and_corrupt_entry(tmp_path):
     assert not e4.cache_hit                        # options are part of the key
 
 
+def test_loaded_code_is_its_objects_alone():
+    """jit.load: the engine holds no module (the empty one MCJIT is made with is taken out
+    before finalize_object, which would put it through code generation) and finds the
+    entry in the objects; the code runs, also once an earlier engine is gone."""
+    a, b = np.arange(4, dtype=np.float32), np.ones(4, np.float32)
+    for _ in range(2):
+        exe = compile_module(hloc.parse(ADD))
+        assert not exe.code.engine._modules
+        assert exe.code.engine.get_function_address("hloc_entry") == exe.code.address
+        np.testing.assert_array_equal(exe.run([a, b]), a + b)
+        del exe
+
+
 def test_cache_put_is_atomic(tmp_path):
     c = ObjectCache(tmp_path)
     c.put("k" * 64, b"\x7fELF...")
