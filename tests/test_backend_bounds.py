@@ -178,15 +178,19 @@ def _edge_rows(n=64, m=4096):
     return x
 
 
-@pytest.mark.parametrize("hosted", [False, True], ids=["stack-rows", "hosted-rows"])
-def test_simplified_code_gives_the_same_bits(hosted, monkeypatch, tmp_path):
-    """xla-cpu: softmax with exp's upper clamp and the row divide's copysign and abs left
-    out (bounds known) equals the full code bit for bit on edge rows, on 1 and 2 threads."""
-    if hosted:
+@pytest.mark.parametrize("mode", ["stack-rows", "hosted-rows", "kernels"])
+def test_simplified_code_gives_the_same_bits(mode, monkeypatch, tmp_path):
+    """xla-cpu: softmax with exp's upper clamp left out (bounds known) and, in a row group,
+    the row divide's copysign and abs equals the full code bit for bit on edge rows, on 1
+    and 2 threads: in a row group (rows on the stack or hosted in the output) and as
+    separate kernels."""
+    if mode == "hosted-rows":
         monkeypatch.setattr(row_hosts, "HOST_BYTES", 0)
+    if mode == "kernels":
+        monkeypatch.setattr(row_groups, "MIN_BYTES", 1 << 60)
     module = _softmax()
     comp = module.entry
-    assert row_groups.plan(comp, buffers.plan(comp, lambda c: 0))
+    assert bool(row_groups.plan(comp, buffers.plan(comp, lambda c: 0))) == (mode != "kernels")
     x = _edge_rows()
     args = [x, x, np.zeros(x.shape, np.complex64)]
     outs, texts = {}, {}
@@ -197,7 +201,8 @@ def test_simplified_code_gives_the_same_bits(hosted, monkeypatch, tmp_path):
         outs[on] = [exe.run(args).tobytes()]
         exe.set_threads(1)
         outs[on].append(exe.run(args).tobytes())
-    assert "llvm.copysign.f32" in texts[False] and "llvm.copysign.f32" not in texts[True]
+    if mode != "kernels":
+        assert "llvm.copysign.f32" in texts[False] and "llvm.copysign.f32" not in texts[True]
     clamp = "fcmp ogt float %s, 0x4056400000000000"
     assert re.search(clamp % r"\S+", texts[False]) and not re.search(clamp % r"\S+", texts[True])
     assert outs[True] == outs[False]

@@ -2,8 +2,10 @@
 change the result: exp's clamp from above (hloc.backend.vmath) and the row divide's sign
 handling (hloc.backend.row_divide). The bits are those of the full code.
 
-Two facts, each "or a NaN", on floating-point values of a kernel's member (a fusion,
-whose parameters are followed to the instructions feeding them, or a plain op):
+Two facts, each "or a NaN", on the floating-point values a kernel (hloc.backend.kernels)
+or a row group's member (hloc.backend.row_groups) computes: a fusion, whose parameters
+are followed to the instructions feeding them, or a plain op. Only in xla-cpu numerics
+(in ieee exp is glibc's and there is no row divide):
 - `sign_clear`: the sign bit is clear. From the registry (SIGN_CLEAR: exp, abs;
   SIGN_CLEAR_OF_OPERANDS: add, multiply, divide, maximum, minimum of such values), through
   broadcasts, reshapes, transposes and copies.
