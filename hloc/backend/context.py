@@ -206,6 +206,7 @@ class KernelBuilder:
         self.overrides: dict = {}       # id(inst) -> generator used instead of its emitter
         self.reduce_split: dict = {}    # id(reduce) -> (wg, nwg): its chunk (split_reduce)
         self.row_divide = None          # row_divide.RowDivide while a row group's row loop is emitted
+        self.bounds = None              # bounds.Bounds of the kernel (member) whose loop is emitted
         mcx._builders.append(self)
 
     def release(self) -> None:
@@ -215,6 +216,7 @@ class KernelBuilder:
         self.overrides.clear()
         self.reduce_split.clear()
         self.row_divide = None
+        self.bounds = None
 
     @property
     def options(self) -> Options:

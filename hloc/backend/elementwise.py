@@ -357,7 +357,7 @@ def binary(kb, inst, dt, a, b):
 
 UNARY_KEYS = ("abs", "negate", "sign", "not", "count-leading-zeros", "popcnt", "is-finite",
                  "real", "imag", "ceil", "floor", "round-nearest-afz", "round-nearest-even",
-                 "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic",
+                 "exponential-minus-one", "log", "log-plus-one", "logistic",
                  "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan", "tanh", "erf", "acos",
                  "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh")
 BINARY_KEYS = ("add", "subtract", "multiply", "divide", "remainder", "power", "maximum",
@@ -368,6 +368,19 @@ BINARY_KEYS = ("add", "subtract", "multiply", "divide", "remainder", "power", "m
 @emits_semantic(*UNARY_KEYS)
 def _emit_unary(kb, inst, ops, index):
     return unary(kb, inst, inst.operands[0].shape.dtype, ops[0](index))
+
+
+@emits_semantic("exponential")
+def _emit_exp(kb, inst, ops, index):
+    """exp as unary's, in xla-cpu numerics without the clamp from above where the operand
+    is known to be <= 0 (kb.bounds, hloc.backend.bounds: softmax's x - max(x))."""
+    x = ops[0](index)
+    dt = inst.operands[0].shape.dtype
+    if kb.options.xla and dt.name == "f32" and x.type == F32 and kb.bounds is not None \
+            and kb.bounds.at_most_zero(inst.operands[0]):
+        from .vmath import exp_f32
+        return exp_f32(kb, x, upper=False)
+    return unary(kb, inst, dt, x)
 
 
 @emits_semantic(*BINARY_KEYS)
@@ -382,7 +395,7 @@ def _emit_binary(kb, inst, ops, index):
             a, b = (v, b) if i == 0 else (a, v)
     rd = kb.row_divide          # hloc.backend.row_divide: a divisor fixed along the row
     if rd is not None and inst.opcode == "divide" and rd.applies(inst, index):
-        return rd.divide(kb, a, b)
+        return rd.divide(kb, inst, a, b)
     return binary(kb, inst, dt, a, b)
 
 

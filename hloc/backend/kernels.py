@@ -18,6 +18,7 @@ from llvmlite import ir
 
 from ..interp.core import unsupported
 from . import irfast
+from .bounds import Bounds
 from .context import KernelBuilder, ptr_arg
 from .inplace import copy_operand, dus_base, emit_window, same_buffer
 from .parallel import touched_bytes, work_groups
@@ -121,6 +122,7 @@ def emit_kernel(mcx, inst) -> ir.Function:
     # An inlined kernel's results still round where they are stored, as XLA's fusion
     # boundaries do: no contraction or reassociation across kernels (xla-cpu numerics).
     kb.fence_outputs = inlinable and mcx.options.xla
+    kb.bounds = Bounds(inst) if mcx.options.xla else None   # what exp may leave out (softmax's)
     b = kb.b
     wg, nwg = fn.args[-2:]
     if inst.opcode != "fusion" and any(o.shape.is_tuple for o in inst.operands):

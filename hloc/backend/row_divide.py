@@ -59,8 +59,13 @@ class RowDivide:
         multi = index.multi
         return all(multi[d] is self.row for d in div.attrs["dimensions"])
 
-    def divide(self, kb, a, d):
+    def divide(self, kb, inst, a, d):
+        """a / d for divide `inst`. Where a's sign bit is known clear (or a is a NaN:
+        hloc.backend.bounds, softmax's e) the quotient's sign needs no copysign and |a|
+        is a's bits: a NaN of either sign is above the range and sends the row to the
+        exact loop, as does any a outside it."""
         self.used = True
+        clear = kb.bounds is not None and kb.bounds.sign_clear(inst.operands[0])
         b = kb.b
         c = lambda v: ir.Constant(F32, v)  # noqa: E731
         fma = kb.mcx.intrinsic("llvm.fma.f32", F32, [F32, F32, F32])
@@ -68,10 +73,12 @@ class RowDivide:
         q = b.fmul(a, y)
         e = b.call(fma, [b.fneg(q), d, a])
         q1 = b.call(fma, [e, y, q])
-        out = b.call(kb.mcx.intrinsic("llvm.copysign.f32", F32, [F32, F32]), [q1, q])
+        out = q1 if clear else b.call(kb.mcx.intrinsic("llvm.copysign.f32", F32, [F32, F32]), [q1, q])
         d_ok = b.and_(b.fcmp_ordered(">=", d, c(D_LO)), b.fcmp_ordered("<=", d, c(D_HI)))
         b.store(b.and_(b.load(self.d_ok, typ=I1), d_ok), self.d_ok)
-        u = b.and_(b.bitcast(a, I32), ir.Constant(I32, 0x7FFFFFFF))
+        u = b.bitcast(a, I32)
+        if not clear:
+            u = b.and_(u, ir.Constant(I32, 0x7FFFFFFF))
         w = b.sub(u, ir.Constant(I32, _NORMAL_BITS))
         umin = kb.mcx.intrinsic("llvm.umin.i32", I32, [I32, I32])
         umax = kb.mcx.intrinsic("llvm.umax.i32", I32, [I32, I32])

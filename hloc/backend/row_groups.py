@@ -37,6 +37,7 @@ from . import parallel, row_hosts
 from .parallel import kernel_work
 from .registry import ELEMENTAL
 from .row_divide import RowDivide
+from .bounds import Bounds
 from .registry import emitter as emitter_of
 from . import row_ahead
 from .structural import reader
@@ -330,12 +331,14 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                     if total is not None:
                         total.reset()
                 kb.row_divide = None if exact else fast
+                kb.bounds = Bounds(m) if mcx.options.xla else None
                 gen = ahead.current if ahead and k == 0 else _generator(kb, m, readers, envs)
                 beside = ahead.add if ahead and k == ahead_k else None
                 if beside:
                     ahead.start(r, hi)
                 _row_loop(kb, m.shape, rows, r, gen, target, None if total is None else total.add, beside)
                 rd, kb.row_divide = kb.row_divide, None
+                kb.bounds = None
                 return rd if rd is not None and rd.used else None
             if id(m) in again and fast is not None:
                 row_hosts.divide_after_second_pass(kb, row_loop, *again[id(m)])

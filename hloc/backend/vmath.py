@@ -39,13 +39,16 @@ def has_vscalef(mcx) -> bool:
     return mcx.module.triple.startswith("x86_64") and "+avx512f" in feats.split(",")
 
 
-def exp_f32(kb, x):
+def exp_f32(kb, x, upper: bool = True):
+    """exp(x); `upper` false: x is known to be <= _HI or a NaN (hloc.backend.bounds), the
+    clamp from above is left out (it could not change x)."""
     b = kb.b
     c = lambda v: ir.Constant(F32, v)   # noqa: E731
     fmuladd = kb.mcx.intrinsic("llvm.fmuladd.f32", F32, [F32, F32, F32])
     fma = lambda a, m, s: b.call(fmuladd, [a, m, s])    # noqa: E731
     x = b.select(b.fcmp_ordered("<", x, c(_LO)), c(_LO), x)
-    x = b.select(b.fcmp_ordered(">", x, c(_HI)), c(_HI), x)
+    if upper:
+        x = b.select(b.fcmp_ordered(">", x, c(_HI)), c(_HI), x)
     z = fma(x, c(_LOG2E), c(_SHIFT))
     n = b.fsub(z, c(_SHIFT))
     r = fma(n, c(-_LN2_HI), x)

@@ -147,6 +147,12 @@ STRUCTURAL = "structural"
 EMBEDDED_CALLS = "embedded_calls"
 # Integer divide/remainder: cheap when the divisor is a scalar constant (IsExpensive).
 DIVISION = "division"
+# On floating-point elements: the result's sign bit is clear or the result is a NaN,
+# whatever the operands (exp, abs) / when every operand's is (add, multiply, divide,
+# maximum, minimum: no rounding or flush to zero gives a -0 or a negative from them).
+# Emitters drop sign handling with it (hloc.backend.bounds).
+SIGN_CLEAR = "sign_clear"
+SIGN_CLEAR_OF_OPERANDS = "sign_clear_of_operands"
 # send, recv and their -done halves (XLA's HloSendRecvInstruction): point-to-point
 # transfers whose loop or branch structure must match on both sides.
 SEND_RECV = "send_recv"

@@ -13,7 +13,8 @@ from __future__ import annotations
 from ..ir.dtypes import PRED
 from .base import (CAN_CHANGE_LAYOUT, COMMUTATIVE, COMPARE_TYPE_BY_DTYPE, CPU_WRAPPED, DIVISION,
                    ELEMENTWISE, EXPENSIVE, EXPENSIVE_IF_COMPLEX, LAYOUT_IGNORES_ELEMENT_SIZE,
-                   MEMORY_SPACE_MOVER, MIXED_OPERANDS_OK, SHAPE_REQUIRED, TRANSCENDENTAL, YNN_ELEMENTWISE,
+                   MEMORY_SPACE_MOVER, MIXED_OPERANDS_OK, SHAPE_REQUIRED, SIGN_CLEAR,
+                   SIGN_CLEAR_OF_OPERANDS, TRANSCENDENTAL, YNN_ELEMENTWISE,
                    AttrSpec, OpDef, register)
 from .shape_rules import (change_type, compatible_ignoring_fp, compatible_ignoring_type,
                           expect_array, fail, higher_precision, human, is_complex, is_float,
@@ -22,6 +23,7 @@ from .shape_rules import (change_type, compatible_ignoring_fp, compatible_ignori
 
 E, C, X, T, XC = ELEMENTWISE, COMMUTATIVE, EXPENSIVE, TRANSCENDENTAL, EXPENSIVE_IF_COMPLEX
 YNN = YNN_ELEMENTWISE
+POS, POS_IF = SIGN_CLEAR, SIGN_CLEAR_OF_OPERANDS
 
 
 # ---------------------------------------------------------------------------
@@ -101,7 +103,7 @@ _FC, _F = _float_complex, _float
 
 # (name, rule, traits). TRANSCENDENTAL = accepts result_accuracy (jaxlib 0.10.2's parser).
 UNARY = [
-    ("abs", _abs, {E, XC, CPU_WRAPPED, YNN}),
+    ("abs", _abs, {E, XC, CPU_WRAPPED, YNN, POS}),
     ("acos", _FC, {E, T, X}),
     ("acosh", _FC, {E, T, X}),
     ("asin", _FC, {E, T, X}),
@@ -114,7 +116,7 @@ UNARY = [
     ("cosh", _FC, {E, T, X}),
     ("count-leading-zeros", _integral("Clz"), {E, CPU_WRAPPED}),
     ("erf", _F, {E, T, X, CPU_WRAPPED, YNN}),
-    ("exponential", _FC, {E, T, X, CPU_WRAPPED, YNN}),
+    ("exponential", _FC, {E, T, X, CPU_WRAPPED, YNN, POS}),
     ("exponential-minus-one", _FC, {E, T, X, CPU_WRAPPED, YNN}),
     ("floor", _F, {E, CPU_WRAPPED, YNN}),
     ("imag", _real_imag, {E, CPU_WRAPPED}),
@@ -183,16 +185,16 @@ def _logical(op, lhs, rhs):
 
 
 BINARY = [
-    ("add", _arith, {E, C, CPU_WRAPPED, YNN}),
+    ("add", _arith, {E, C, CPU_WRAPPED, YNN, POS_IF}),
     ("and", _logical, {E, C, CPU_WRAPPED}),
     ("atan2", _atan2, {E, X, CPU_WRAPPED}),
     ("compare", _arith, {E, COMPARE_TYPE_BY_DTYPE, CPU_WRAPPED, LAYOUT_IGNORES_ELEMENT_SIZE}),
     ("complex", _complex, {E, CPU_WRAPPED}),
-    ("divide", _no_pred, {E, X, CPU_WRAPPED, DIVISION, YNN}),
-    ("maximum", _arith, {E, C, CPU_WRAPPED, YNN}),
-    ("minimum", _arith, {E, C, CPU_WRAPPED, YNN}),
+    ("divide", _no_pred, {E, X, CPU_WRAPPED, DIVISION, YNN, POS_IF}),
+    ("maximum", _arith, {E, C, CPU_WRAPPED, YNN, POS_IF}),
+    ("minimum", _arith, {E, C, CPU_WRAPPED, YNN, POS_IF}),
     ("mulhi", _arith, {E, C}),
-    ("multiply", _arith, {E, C, CPU_WRAPPED, YNN}),
+    ("multiply", _arith, {E, C, CPU_WRAPPED, YNN, POS_IF}),
     ("or", _logical, {E, C, CPU_WRAPPED}),
     ("power", _no_pred, {E, X, CPU_WRAPPED, YNN}),
     ("remainder", _no_pred, {E, X, CPU_WRAPPED, DIVISION}),
