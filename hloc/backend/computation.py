@@ -239,7 +239,9 @@ class _Emitter:
                 self.instruction(inst)
             elif group.members[0] is inst:        # the others run inside its kernel
                 fn = row_groups.emit(self, group)
-                if any(m.shape.size > group.rows for m in group.members):
+                if group.vector:        # no loop left for LLVM's vectoriser: brief
+                    self.fns.brief[fn.name] = True
+                elif any(m.shape.size > group.rows for m in group.members):
                     self.fns.rows.add(fn.name)          # it loops along its rows
         for j, buf in self.plan.root_copies:
             out = ptr_arg(self.b, self.fn.args[1], j)

@@ -207,6 +207,7 @@ class KernelBuilder:
         self.reduce_split: dict = {}    # id(reduce) -> (wg, nwg): its chunk (split_reduce)
         self.row_divide = None          # row_divide.RowDivide while a row group's row loop is emitted
         self.bounds = None              # bounds.Bounds of the kernel (member) whose loop is emitted
+        self.lanes = None               # row_vector's width while a vector row group is emitted
         mcx._builders.append(self)
 
     def release(self) -> None:
@@ -217,6 +218,7 @@ class KernelBuilder:
         self.reduce_split.clear()
         self.row_divide = None
         self.bounds = None
+        self.lanes = None
 
     @property
     def options(self) -> Options:

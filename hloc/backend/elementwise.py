@@ -15,7 +15,8 @@ from llvmlite import ir
 
 from ..interp.core import unsupported
 from . import cplx, xla_math
-from .registry import emits, emits_semantic
+from .registry import emits, emits_semantic, vectorises_semantic
+from .row_vector import suffix
 from .types import F32, F64, I1, Cplx, compute_type, const, round_narrow
 
 _CMP_INT = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
@@ -177,7 +178,7 @@ def fmax(kb, a, b, greater=True):
     """llvm.maximum / llvm.minimum: NaN if either is NaN, +0 > -0 (HLO's semantics); LLVM
     lowers them inline and vectorises them as reductions."""
     t = a.type
-    name = f"llvm.{'maximum' if greater else 'minimum'}.{'f32' if t == F32 else 'f64'}"
+    name = f"llvm.{'maximum' if greater else 'minimum'}.{suffix(t)}"
     return kb.b.call(kb.mcx.intrinsic(name, t, [t, t]), [a, b], fastmath=kb.flags)
 
 
@@ -212,8 +213,7 @@ def daz(kb, x):
 def _intr(name, n=1):
     def emit(kb, dt, *xs):
         t = xs[0].type
-        suffix = "f32" if t == F32 else "f64"
-        f = kb.mcx.intrinsic(f"llvm.{name}.{suffix}", t, [t] * n)
+        f = kb.mcx.intrinsic(f"llvm.{name}.{suffix(t)}", t, [t] * n)
         return kb.b.call(f, list(xs))
     return emit
 
@@ -363,6 +363,19 @@ UNARY_KEYS = ("abs", "negate", "sign", "not", "count-leading-zeros", "popcnt", "
 BINARY_KEYS = ("add", "subtract", "multiply", "divide", "remainder", "power", "maximum",
                   "minimum", "atan2", "and", "or", "xor", "shift-left",
                   "shift-right-arithmetic", "shift-right-logical", "mulhi")
+
+
+def _float_only(inst) -> bool:
+    """An f32/f64 op on operands of its own type (its generator then computes on vectors
+    of them alike: hloc.backend.row_vector)."""
+    dt = inst.shape.dtype
+    return dt.name in ("f32", "f64") and all(o.shape.dtype is dt for o in inst.operands)
+
+
+# Rows whose float generators are the same on <W x T> values (llvmlite's builder and
+# the intrinsics are overloaded); divide keeps its scalar loop (hloc.backend.row_divide).
+vectorises_semantic(_float_only, "add", "subtract", "multiply", "maximum", "minimum",
+                    "negate", "abs", "sqrt", "rsqrt", "floor", "ceil", "round-nearest-even")
 
 
 @emits_semantic(*UNARY_KEYS)

@@ -250,11 +250,17 @@ def is_default_layout(shape) -> bool:
 
 
 class Index:
-    """A position in `shape`: logical multi-index and/or physical linear offset."""
+    """A position in `shape`: logical multi-index and/or physical linear offset. With
+    `lanes` (hloc.backend.row_vector), the `lanes` positions from it along the physical
+    minor dimension: generators then return <lanes x T> values."""
 
-    def __init__(self, b: ir.IRBuilder, shape, multi=None, linear=None):
+    lanes = None
+
+    def __init__(self, b: ir.IRBuilder, shape, multi=None, linear=None, lanes=None):
         self.b, self.shape = b, shape
         self._multi, self._linear = multi, linear
+        if lanes is not None:
+            self.lanes = lanes
 
     @property
     def multi(self) -> list:

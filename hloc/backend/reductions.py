@@ -18,7 +18,8 @@ from ..interp.core import unsupported
 from ..ir.shape import ArrayShape
 from .conversions import convert_value
 from .loops import Index, for_range, i64, minor_to_major
-from .registry import emits
+from .registry import emits, vectorises
+from . import row_vector
 from .types import F32, I1, Cplx, compute_type
 
 
@@ -83,13 +84,19 @@ def _emit_reduce(kb, inst, ops, index):
     shape0 = in_shapes[0]
     b = kb.b
     inits = [ops[n + k](Index(b, inst.operands[n + k].shape, multi=[])) for k in range(n)]
-    acc = _Acc(kb, inits)
     kept = [d for d in range(shape0.rank) if d not in dims]
+    split = kb.reduce_split.get(id(inst))       # chunk wg of nwg (hloc.backend.split_reduce)
+    minor = row_vector.sums_row(kb, inst) if split is None else None
+    if minor is not None:                       # in a vector row group: explicit vectors
+        multi = [None] * shape0.rank
+        for k, d in enumerate(kept):
+            multi[d] = index.multi[k]
+        return row_vector.row_sum(kb, inst, ops[0], inits[0], multi, minor)
+    acc = _Acc(kb, inits)
     red = [d for d in reversed(minor_to_major(shape0)) if d in dims]   # major to minor
     comp = inst.attrs["to_apply"]
     ivs = {}
     stack = []
-    split = kb.reduce_split.get(id(inst))       # chunk wg of nwg (hloc.backend.split_reduce)
     if split is None and _evaluator_sum(kb, inst):
         return _emit_evaluator_sum(kb, inst, ops, index, inits[0], red, kept)
     greater = _float_extremum(inst)
@@ -109,6 +116,9 @@ def _emit_reduce(kb, inst, ops, index):
         cm.__exit__(None, None, None)
     out = acc.get()
     return out if inst.shape.is_tuple else out[0]
+
+
+vectorises(row_vector.reduce_takes_vectors, "reduce")
 
 
 def _enter_loops(kb, shape0, red, split, ivs: dict, stack: list) -> None:

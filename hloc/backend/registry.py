@@ -20,6 +20,9 @@ ELEMENTAL = "elemental"
 KERNEL = "kernel"
 
 facets.declare("emit_kernel")
+# Whether an op's element generator computes on vectors of positions (an Index with
+# `lanes`, hloc.backend.row_vector): `pred(inst) -> bool`, per opcode or semantic key.
+facets.declare("lanes")
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,23 @@ def emits_kernel(*opcodes):
     def register(fn):
         return facets.attach("emit_kernel", fn, *_known(opcodes))
     return register
+
+
+def vectorises(pred, *opcodes):
+    """`pred(inst)`: the element generator of `inst` (one of `opcodes`) takes an Index
+    with `lanes` and then returns <lanes x T> values (hloc.backend.row_vector)."""
+    return facets.attach("lanes", pred, *_known(opcodes))
+
+
+def vectorises_semantic(pred, *keys):
+    """As vectorises, for the elementwise rows with one of `keys`."""
+    return facets.attach_semantic("lanes", pred, *keys)
+
+
+def takes_vectors(inst) -> bool:
+    """Whether `inst`'s element generator computes on vectors of positions."""
+    pred = facets.get("lanes", inst.opcode)
+    return pred is not None and bool(pred(inst))
 
 
 def emitter(opdef) -> Emitter | None:

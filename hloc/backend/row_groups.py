@@ -33,7 +33,7 @@ from .context import KernelBuilder, ptr_arg
 from .kernels import KERNEL_TYPE, _fusion_env
 from .inplace import dus_base
 from .loops import Index, at_entry, for_range, hint_loops, i64, minor_to_major
-from . import parallel, row_hosts
+from . import parallel, row_hosts, row_vector
 from .parallel import kernel_work
 from .registry import ELEMENTAL
 from .row_divide import RowDivide
@@ -41,7 +41,7 @@ from .bounds import Bounds
 from .registry import emitter as emitter_of
 from . import row_ahead
 from .structural import reader
-from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
+from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem, vector_load
 
 ROW_BYTES = 256 << 10       # a member's row (result or operand) above this: no gain, no group
 SCRATCH_BYTES = 128 << 10   # per-row scratch on the stack, all internal members together
@@ -57,6 +57,7 @@ class Group:
     nwg: int = 1
     internal: set = field(default_factory=set)     # ids of members kept in row scratch
     hosts: dict = field(default_factory=dict)      # id(internal member) -> member whose row holds it
+    vector: bool = False                           # its loops in explicit vectors (row_vector)
 
 
 def _row_dim(shape) -> int:
@@ -290,6 +291,8 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
                 if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
     ahead, ahead_k = _ahead(kb, group, ptr_of, leaves, absorbed)
+    lanes = row_vector.plan(group, mcx, bool(absorbed) or ahead is not None)
+    group.vector = lanes is not None
     with for_range(b, lo, hi, name="row") as r:
         if ahead:
             ahead.begin_row(r, lo)
@@ -315,7 +318,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 target = (scratch[id(m)], True)
             else:
                 target = (ptr_of[id(leaves(m)[0])], False)
-            fast = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE else None
+            fast = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE and not lanes else None
             total = None
             if k + 1 in absorbed:          # the next member, this row's sum, in the same loop
                 s_inst = group.members[k + 1]
@@ -336,7 +339,10 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 beside = ahead.add if ahead and k == ahead_k else None
                 if beside:
                     ahead.start(r, hi)
-                _row_loop(kb, m.shape, rows, r, gen, target, None if total is None else total.add, beside)
+                kb.lanes = lanes
+                _row_loop(kb, m.shape, rows, r, gen, target, None if total is None else total.add, beside,
+                          lanes)
+                kb.lanes = None
                 rd, kb.row_divide = kb.row_divide, None
                 kb.bounds = None
                 return rd if rd is not None and rd.used else None
@@ -456,14 +462,21 @@ def _row_reader(kb, shape, slot, r, rows):
     def read(index):
         b = kb.b
         off = b.sub(index.offset_in(shape), b.mul(r, i64(per_row)))
-        return load_elem(b, shape.dtype, b.gep(slot, [off], source_etype=st, inbounds=True))
+        p = b.gep(slot, [off], source_etype=st, inbounds=True)
+        if index.lanes is not None:     # contiguous: row_vector's plan
+            return vector_load(b, shape.dtype, p, index.lanes)
+        return load_elem(b, shape.dtype, p)
     return read
 
 
-def _row_loop(kb, shape, rows, r, gen, target, on_value=None, beside=None):
-    """Row r of `shape`: gen at each position (physical order), stored into the buffer
-    (row r of it) or the row scratch; each value also passed to `on_value`, each
-    position to `beside`."""
+def _row_loop(kb, shape, rows, r, gen, target, on_value=None, beside=None, lanes=None, lo=0):
+    """Row r of `shape`: gen at each position (physical order, the minor dimension from
+    `lo`), stored into the buffer (row r of it) or the row scratch; each value also passed
+    to `on_value`, each position to `beside`. With `lanes` (2-D shapes): in vectors,
+    hloc.backend.row_vector."""
+    if lanes is not None and shape.rank == 2:
+        return row_vector.row_loop(kb, shape, rows, r, gen, target, lanes,
+                                   lambda nv: _row_loop(kb, shape, rows, r, gen, target, lo=nv))
     b = kb.b
     order = list(reversed(minor_to_major(shape)))      # major to minor; order[0]: the rows
     per_row = shape.size // rows
@@ -471,7 +484,7 @@ def _row_loop(kb, shape, rows, r, gen, target, on_value=None, beside=None):
     base = b.mul(r, i64(per_row), flags=("nsw", "nuw"))
     stack, ivs, inner = [], {order[0]: r}, None
     for d in order[1:]:
-        cm = for_range(b, 0, shape.dims[d], name=f"c{d}")
+        cm = for_range(b, lo if d == order[-1] else 0, shape.dims[d], name=f"c{d}")
         iv = cm.__enter__()
         stack.append(cm)
         ivs[d] = iv

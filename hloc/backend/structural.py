@@ -17,8 +17,9 @@ from ..ir.shape import ArrayShape
 from . import irfast
 from .conversions import convert_value
 from .loops import ZERO, Index, clamp_i64, i64, is_default_layout, minor_to_major
-from .registry import emits
-from .types import I64, const, load_elem, storage_type
+from .registry import emits, vectorises
+from .row_vector import splat
+from .types import I64, const, load_elem, storage_type, vector_load
 from .elementwise import select_value
 
 
@@ -37,6 +38,8 @@ def reader(kb_getter, shape, base_ptr_fn):
         if off is None:
             raise AssertionError("index of another shape")
         ptr = irfast.gep(b, base_ptr_fn(), [off], st)
+        if index.lanes is not None:     # contiguous: hloc.backend.row_vector's plan
+            return vector_load(b, shape.dtype, ptr, index.lanes)
         return load_elem(b, shape.dtype, ptr)
     return read
 
@@ -53,9 +56,22 @@ def _emit_constant(kb, inst, ops, index):
         v = np.asarray(inst.literal.value).reshape(-1)[0]
         if shape.dtype.kind == "float" and shape.dtype.name in ("f16", "bf16"):
             v = float(np.float32(v))
-        return const(shape.dtype, v.item() if hasattr(v, "item") and shape.dtype.kind != "complex" else v)
+        c = const(shape.dtype, v.item() if hasattr(v, "item") and shape.dtype.kind != "complex" else v)
+        return c if index.lanes is None else splat(index.b, c, index.lanes)
     g = kb.mcx.constant_global(inst)
     return reader(lambda: kb, shape, lambda: g)(index)
+
+
+def _per_row(inst) -> bool:
+    """A scalar constant, or a broadcast that is the same along the physical minor
+    dimension of its result: one value for a vector of positions, splat
+    (KernelBuilder.generator; hloc.backend.row_vector)."""
+    if inst.opcode == "constant":
+        return inst.shape.size == 1
+    return inst.shape.rank < 2 or minor_to_major(inst.shape)[0] not in inst.attrs.get("dimensions", ())
+
+
+vectorises(_per_row, "constant", "broadcast")
 
 
 @emits("iota")
@@ -69,7 +85,8 @@ def _emit_iota(kb, inst, ops, index):
 def _emit_broadcast(kb, inst, ops, index):
     dims = inst.attrs.get("dimensions", ())
     op = inst.operands[0].shape
-    return ops[0](_sub(index, op, [index.multi[d] for d in dims]))
+    v = ops[0](_sub(index, op, [index.multi[d] for d in dims]))
+    return v if index.lanes is None else splat(index.b, v, index.lanes)   # _per_row
 
 
 def _linear_alias(inst) -> bool:

@@ -162,6 +162,20 @@ def store_elem(b: ir.IRBuilder, dt, value, ptr: ir.Value) -> None:
     irfast.store(b, to_storage(b, dt, value), ptr)
 
 
+def vector_load(b: ir.IRBuilder, dt, ptr: ir.Value, lanes: int):
+    """`lanes` consecutive f32/f64 elements from `ptr` (hloc.backend.row_vector)."""
+    st = storage_type(dt)
+    v = b.load(ptr, typ=ir.VectorType(st, lanes))
+    v.align = itemsize(dt)
+    return v
+
+
+def vector_store(b: ir.IRBuilder, value, ptr: ir.Value) -> None:
+    """Store a vector of f32/f64 elements (vector_load's twin)."""
+    st = b.store(value, ptr)
+    st.align = 4 if value.type.element == F32 else 8
+
+
 def round_narrow(b, dt, v):
     """A compute value rounded to dt's precision (f16/bf16 ops round after each op)."""
     if dt.name == "f16":

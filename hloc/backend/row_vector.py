@@ -1,0 +1,238 @@
+"""Row groups in explicit vector code (hloc.backend.row_groups, xla-cpu numerics).
+
+A row group's loops are otherwise left to LLVM's loop vectoriser, which is most of what a
+row kernel costs to compile (O3 on softmax's row part: ~18 ms optimising the vector code
+it makes, ~15 ms emitting it). Here every loop along a row is written as `<W x T>` code
+(W: the host's vector width, 16 f32 with AVX-512), with a scalar tail, so the kernel
+needs no vectoriser and compiles at the brief level (hloc.backend.jit.BRIEF_LEVEL).
+
+A group takes this form only when every instruction of its members that makes or reads
+a two-dimensional value can compute on vectors (the "lanes" facet of its emitter,
+hloc.backend.registry.takes_vectors; the others are computed once per row), every
+two-dimensional value in it has the group's row shape and layout (so a vector of
+positions is contiguous along the row, and an operand read at the same positions is one
+vector load), and every other value is per row (rank 1 over the rows) or a scalar; any
+other group keeps its scalar loops for LLVM to vectorise.
+
+Sums along the row (f32/f64 add reductions) keep the partial-sum structure LLVM's
+vectoriser gives them, so the bits are the same: VF x IC accumulators (IC = SUM_IC, the
+interleave count LLVM chooses for these loops), the start value in lane 0 of the first
+and -0.0 elsewhere, after the loop acc1+acc0, +acc2, +acc3, then llvm.vector.reduce.fadd
+(reassoc: code generation's halving shuffle tree); then LLVM's epilogue loop over the
+positions left, in vectors of the full or half width (_epilogue_width; one accumulator
+starting from the total in lane 0, reduced the same way); then the positions left after
+it, one by one. The bits were checked equal to LLVM's on rows of 1024, 1000 and 80 f32
+(tests/test_backend_row_vector.py); where LLVM's cost model chooses otherwise for other
+lengths, the sums differ from its within xla-cpu numerics' reassociation, in a fixed
+order all the same. This order is fixed by the shapes, never by the thread count.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .loops import Index, for_range, i64, minor_to_major
+from .types import F32, I32
+
+SUM_IC = 4              # LLVM's interleave count for these sums (row_groups._row_hints)
+EPILOGUE_MIN_VF = 16    # LLVM's -epilogue-vectorization-minimum-VF (its default): main VF
+ENABLED = True          # off: every row group keeps its scalar loops (A/B measurements)
+
+
+def width(features: str, triple: str, dt) -> int | None:
+    """Lanes of one vector register of dt on the target with LLVM `features` (64 bytes
+    with AVX-512, 32 with AVX2, as LLVM's vectoriser takes them), or None."""
+    if dt.name not in ("f32", "f64") or not triple.startswith("x86_64"):
+        return None
+    feats = (features or "").split(",")
+    size = 64 if "+avx512f" in feats else 32 if "+avx2" in feats else None
+    return None if size is None else size // (4 if dt.name == "f32" else 8)
+
+
+def vector_of(t, lanes: int):
+    return ir.VectorType(t, lanes)
+
+
+def splat(b, v, lanes: int):
+    """`v` (a scalar) in every lane."""
+    vt = ir.VectorType(v.type, lanes)
+    if isinstance(v, ir.Constant):
+        return ir.Constant(vt, v.constant)
+    one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I32, 0))
+    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+
+
+def suffix(t) -> str:
+    """LLVM's overloaded-intrinsic suffix of a float type or vector of one."""
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{suffix(t.element)}"
+    return "f32" if t == F32 else "f64"
+
+
+def plan(group, mcx, excluded: bool) -> int | None:
+    """The lanes of `group`'s vector form, or None (its scalar loops). `excluded`: the
+    group uses a scalar-only row device (the row ahead, a sum carried beside a loop,
+    hosted rows)."""
+    from .registry import takes_vectors
+    if not ENABLED or excluded or not mcx.options.xla or group.hosts:
+        return None
+    rows = group.rows
+    shape = None
+    values = []
+    for m in group.members:
+        inside = [i for i in m.attrs["calls"].instructions] if m.opcode == "fusion" else [m]
+        for i in inside:       # what makes or reads a row of positions computes on vectors
+            wide = i.shape.rank == 2 or any(o.shape.rank == 2 for o in i.operands)
+            if i.opcode != "parameter" and wide and not takes_vectors(i):
+                return None
+            values.append(i.shape)
+            values.extend(o.shape for o in i.operands)
+        values.extend(o.shape for o in m.operands)
+    for s in values:
+        if s.is_tuple or s.rank > 2:
+            return None
+        if s.rank == 2:
+            if shape is None:
+                shape = s
+            if s.dims != shape.dims or minor_to_major(s) != minor_to_major(shape):
+                return None
+        elif s.rank == 1 and s.dims[0] != rows:
+            return None
+        if s.dtype != values[0].dtype:
+            return None
+    if shape is None or shape.dims[minor_to_major(shape)[-1]] != rows:
+        return None
+    lanes = width(getattr(mcx, "features", None), mcx.module.triple, shape.dtype)
+    if lanes is None or shape.dims[minor_to_major(shape)[0]] < lanes * SUM_IC:
+        return None
+    return lanes
+
+
+def vector_index(b, shape, multi, linear, lanes):
+    """The position of `lanes` consecutive elements along `shape`'s minor dimension."""
+    return Index(b, shape, multi=multi, linear=linear, lanes=lanes)
+
+
+def row_sum(kb, inst, gen, init, multi, minor: int):
+    """Reduce `inst` (an add of one f32/f64 operand over its minor dimension, the other
+    entries of `multi` fixed) from `init` in the vectoriser's order (module docstring);
+    `gen(index)` generates the operand (at vector indexes too)."""
+    b = kb.b
+    shape0 = inst.operands[0].shape
+    n = shape0.dims[minor]
+    lanes = kb.lanes
+    step = lanes * SUM_IC
+    nv = n - n % step
+    t = init.type
+    vt = ir.VectorType(t, lanes)
+    # The order is written out: no `reassoc` on the adds, which would let the optimiser
+    # regroup them (it did where the main loop runs once); `contract` as the reducer's.
+    flags = ("contract",)
+    neg0 = ir.Constant(vt, -0.0)
+    first = b.insert_element(neg0, init, ir.Constant(I32, 0))
+    slots = [kb.alloca_entry(vt, name="vsum") for _ in range(SUM_IC)]
+    for k, s in enumerate(slots):
+        b.store(first if k == 0 else neg0, s)
+    with for_range(b, 0, nv, name=f"v{minor}", step=step) as c:
+        for k, s in enumerate(slots):
+            at = list(multi)
+            at[minor] = c if k == 0 else b.add(c, i64(k * lanes), flags=("nsw", "nuw"))
+            x = gen(vector_index(b, shape0, at, None, lanes))
+            b.store(b.fadd(b.load(s, typ=vt), x, flags=flags), s)
+    acc = b.load(slots[0], typ=vt)
+    for s in slots[1:]:     # no contract: an accumulator that is one product (a loop run
+        acc = b.fadd(b.load(s, typ=vt), acc)    # once, unrolled) is not fused into this add
+    total = _reduce(kb, acc, flags)
+    half = _epilogue_width(lanes, n - nv)
+    if half is not None:
+        ht = ir.VectorType(t, half)
+        slot = kb.alloca_entry(ht, name="vsum.epilogue")
+        b.store(b.insert_element(ir.Constant(ht, -0.0), total, ir.Constant(I32, 0)), slot)
+        ne = n - (n - nv) % half
+        with for_range(b, nv, ne, name=f"e{minor}", step=half) as c:
+            at = list(multi)
+            at[minor] = c
+            x = gen(vector_index(b, shape0, at, None, half))
+            b.store(b.fadd(b.load(slot, typ=ht), x, flags=flags), slot)
+        total = _reduce(kb, b.load(slot, typ=ht), flags)
+        nv = ne
+    if nv == n:
+        return total
+    slot = kb.alloca_entry(t, name="vsum.tail")
+    b.store(total, slot)
+    with for_range(b, nv, n, name=f"t{minor}") as c:
+        at = list(multi)
+        at[minor] = c
+        x = gen(Index(b, shape0, multi=at))
+        b.store(b.fadd(b.load(slot, typ=t), x, flags=flags), slot)
+    return b.load(slot, typ=t)
+
+
+def _epilogue_width(lanes: int, rest: int) -> int | None:
+    """The width of LLVM's epilogue vector loop over the `rest` positions the main loop
+    leaves (None: none, they are added one by one): with a main loop of at least
+    EPILOGUE_MIN_VF lanes, the width (the main loop's or half of it, at most `rest`)
+    with the fewest vector plus scalar iterations, the wider on a tie (as LLVM chose on
+    rows of 80 and 1000 f32: 16 and 8)."""
+    if lanes < EPILOGUE_MIN_VF:
+        return None
+    best = None
+    for w in (lanes, lanes // 2):
+        if 2 <= w <= rest and (best is None or rest // w + rest % w < rest // best + rest % best):
+            best = w
+    return best
+
+
+def _reduce(kb, acc, flags):
+    """llvm.vector.reduce.fadd of `acc` from -0.0, reassociating: code generation's
+    halving tree (without reassoc the reduction would be sequential)."""
+    vt = acc.type
+    red = kb.mcx.intrinsic(f"llvm.vector.reduce.fadd.{suffix(vt)}", vt.element, [vt.element, vt])
+    return kb.b.call(red, [ir.Constant(vt.element, -0.0), acc], fastmath=flags + ("reassoc",))
+
+
+def sums_row(kb, inst) -> int | None:
+    """The dimension reduce `inst` sums in vector form inside a vector row group, or None."""
+    return None if kb.lanes is None else _row_add(inst)
+
+
+def _row_add(inst) -> int | None:
+    from ..interp.lanes import binary_root
+    if len(inst.operands) != 2 or inst.shape.is_tuple:
+        return None
+    x = inst.operands[0].shape
+    dt = x.dtype
+    if binary_root(inst.attrs["to_apply"]) != "add" or dt.name not in ("f32", "f64") \
+            or inst.shape.dtype != dt or inst.operands[1].shape.dtype != dt or x.rank != 2:
+        return None
+    minor = minor_to_major(x)[0]
+    return minor if list(inst.attrs["dimensions"]) == [minor] else None
+
+
+def reduce_takes_vectors(inst) -> bool:
+    """The lanes facet of reduce: an f32/f64 sum along the minor dimension of a 2-D
+    operand (row_sum)."""
+    return _row_add(inst) is not None
+
+
+
+def row_loop(kb, shape, rows, r, gen, target, lanes: int, scalar_loop) -> None:
+    """Row r of 2-D `shape` (rows major): gen over vectors of `lanes` positions, stored
+    into the buffer (row r of it) or the row scratch (`target`: (pointer, in scratch));
+    the positions after the last whole vector by `scalar_loop(lo)`, one by one."""
+    from .types import storage_type, vector_store
+    b = kb.b
+    minor = minor_to_major(shape)[0]
+    n = shape.dims[minor]
+    per_row = shape.size // rows
+    nv = n - n % lanes
+    ptr, in_scratch = target
+    base = b.mul(r, i64(per_row), flags=("nsw", "nuw"))
+    with for_range(b, 0, nv, name=f"v{minor}", step=lanes) as c:
+        lin = b.add(base, c, flags=("nsw", "nuw"))
+        multi = [None] * 2
+        multi[minor], multi[1 - minor] = c, r
+        v = gen(vector_index(b, shape, multi, lin, lanes))
+        p = b.gep(ptr, [c if in_scratch else lin], source_etype=storage_type(shape.dtype), inbounds=True)
+        vector_store(b, v, p)
+    if nv < n:
+        scalar_loop(nv)
