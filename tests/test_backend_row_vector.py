@@ -106,3 +106,15 @@ def test_short_rows_and_other_ops_keep_scalar_loops(tmp_path):
         got = np.asarray(compile_module(module, numerics=numerics, cache_dir=tmp_path).run([x]))
         r = near(run_module(module, [x]).value, got, ErrorSpec(abs=1e-5, rel=1e-4))
         assert r.ok, r.message
+
+
+@needs_vectors
+def test_part_of_explicit_row_kernels_compiles_lean(monkeypatch):
+    """A part whose only loops are explicit vector row loops is optimised at
+    compile_threads.LEAN; with the scalar loops it keeps the row settings."""
+    from hloc.backend import compile_threads
+    from hloc.backend.context import Options
+    module = _prepared(_layernorm(1024, 1024))
+    assert jit.lower(module, Options()).levels == [compile_threads.LEAN]
+    monkeypatch.setattr(row_vector, "ENABLED", False)
+    assert compile_threads.LEAN not in jit.lower(module, Options()).levels

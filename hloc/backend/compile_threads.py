@@ -118,6 +118,24 @@ def available() -> bool:
     return _RAW is not None
 
 
+# A part's level for code already in vector form with no loop left to restructure
+# (hloc.backend.jit.LEAN_ROWS): SROA, InstCombine and SimplifyCFG only, no pipeline.
+LEAN = -1
+
+
+def module_passes(tm, opt_level: int, slp: bool = True):
+    """(module pass manager, pass builder) of `opt_level` (LEAN included)."""
+    if opt_level == LEAN:
+        pb = pass_builder(tm, 1, False)
+        mpm = llvm.ModulePassManager()
+        mpm.add_sroa_pass()
+        mpm.add_instruction_combine_pass()
+        mpm.add_simplify_cfg_pass()
+        return mpm, pb
+    pb = pass_builder(tm, opt_level, slp)
+    return pb.getModulePassManager(), pb
+
+
 def pass_builder(tm, opt_level: int, slp: bool = True):
     """hloc's LLVM pipeline: the new pass manager at `opt_level`, SLP on unless `slp` is
     false (hloc.backend.jit.SLP_MAX_INSTRUCTIONS)."""
@@ -152,9 +170,9 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
         t = stats.add("parse", t)
-        if opt_level > 0:
-            pb = pass_builder(tm, opt_level, slp)
-            pb.getModulePassManager().run(mod, pb)
+        if opt_level != 0:
+            mpm, pb = module_passes(tm, opt_level, slp)
+            mpm.run(mod, pb)
         t = stats.add("optimise", t)
         obj = tm.emit_object(mod)
         stats.add("codegen", t)
@@ -170,9 +188,9 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
             if _VERIFY(mod, err):
                 raise RuntimeError(str(err))
         t = stats.add("parse", t)
-        if opt_level > 0:
-            pb = pass_builder(tm, opt_level, slp)
-            _RUN(pb.getModulePassManager(), mod, pb)
+        if opt_level != 0:
+            mpm, pb = module_passes(tm, opt_level, slp)
+            _RUN(mpm, mod, pb)
         t = stats.add("optimise", t)
         with ffi.OutputString() as err:
             buf = _EMIT(tm, mod, 1, err)

@@ -73,6 +73,9 @@ class Functions:
         # parts compile the row way
         # (hloc.backend.jit.ROW_SLP, ROW_CODEGEN_LEVEL, ROW_BRIEF_OPTIONS)
         self.rows: set[str] = set()
+        # row-group kernels in explicit vector code (hloc.backend.row_vector): brief, and
+        # their parts may compile at compile_threads.LEAN (hloc.backend.jit.LEAN_ROWS)
+        self.explicit: set[str] = set()
         self._looped: set[int] = set()     # computations run inside a while loop
         # called with each function made noinline by OWN_UNIT_INSTRUCTIONS once its code
         # is complete (its callees come first): hloc.backend.jit compiles it ahead
@@ -241,6 +244,7 @@ class _Emitter:
                 fn = row_groups.emit(self, group)
                 if group.vector:        # no loop left for LLVM's vectoriser: brief
                     self.fns.brief[fn.name] = True
+                    self.fns.explicit.add(fn.name)
                 elif any(m.shape.size > group.rows for m in group.members):
                     self.fns.rows.add(fn.name)          # it loops along its rows
         for j, buf in self.plan.root_copies:

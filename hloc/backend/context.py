@@ -208,6 +208,7 @@ class KernelBuilder:
         self.row_divide = None          # row_divide.RowDivide while a row group's row loop is emitted
         self.bounds = None              # bounds.Bounds of the kernel (member) whose loop is emitted
         self.lanes = None               # row_vector's width while a vector row group is emitted
+        self.hoist = None               # row_vector.vector_loop's open block before the loop
         mcx._builders.append(self)
 
     def release(self) -> None:
@@ -219,6 +220,7 @@ class KernelBuilder:
         self.row_divide = None
         self.bounds = None
         self.lanes = None
+        self.hoist = None
 
     @property
     def options(self) -> Options:

@@ -365,17 +365,11 @@ BINARY_KEYS = ("add", "subtract", "multiply", "divide", "remainder", "power", "m
                   "shift-right-arithmetic", "shift-right-logical", "mulhi")
 
 
-def _float_only(inst) -> bool:
-    """An f32/f64 op on operands of its own type (its generator then computes on vectors
-    of them alike: hloc.backend.row_vector)."""
-    dt = inst.shape.dtype
-    return dt.name in ("f32", "f64") and all(o.shape.dtype is dt for o in inst.operands)
-
-
-# Rows whose float generators are the same on <W x T> values (llvmlite's builder and
-# the intrinsics are overloaded); divide keeps its scalar loop (hloc.backend.row_divide).
-vectorises_semantic(_float_only, "add", "subtract", "multiply", "maximum", "minimum",
-                    "negate", "abs", "sqrt", "rsqrt", "floor", "ceil", "round-nearest-even")
+# Float rows (f32/f64 throughout) whose generators are the same on <W x T> values
+# (hloc.backend.row_vector); divide keeps its scalar loop (hloc.backend.row_divide).
+vectorises_semantic(lambda i: i.shape.dtype.name in ("f32", "f64") and all(
+    o.shape.dtype is i.shape.dtype for o in i.operands), "add", "subtract", "multiply", "maximum",
+    "minimum", "negate", "abs", "sqrt", "rsqrt", "floor", "ceil", "round-nearest-even")
 
 
 @emits_semantic(*UNARY_KEYS)

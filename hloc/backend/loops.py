@@ -140,6 +140,11 @@ def hint_loops(fn: ir.Function, hints_of) -> int:
     return n
 
 
+def has_loop(fn: ir.Function) -> bool:
+    """Whether `fn`'s code has a loop (a back edge)."""
+    return bool(_back_edges(fn))
+
+
 def _property(mod, h):
     if isinstance(h, str):
         return mod.add_metadata([h])

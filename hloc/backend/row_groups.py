@@ -41,7 +41,7 @@ from .bounds import Bounds
 from .registry import emitter as emitter_of
 from . import row_ahead
 from .structural import reader
-from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem, vector_load
+from .types import I8, itemsize, opaque, storage_type, store_elem
 
 ROW_BYTES = 256 << 10       # a member's row (result or operand) above this: no gain, no group
 SCRATCH_BYTES = 128 << 10   # per-row scratch on the stack, all internal members together
@@ -291,7 +291,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
                 if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
     ahead, ahead_k = _ahead(kb, group, ptr_of, leaves, absorbed)
-    lanes = row_vector.plan(group, mcx, bool(absorbed) or ahead is not None)
+    kb.lanes = lanes = row_vector.plan(group, mcx, bool(absorbed) or ahead is not None)
     group.vector = lanes is not None
     with for_range(b, lo, hi, name="row") as r:
         if ahead:
@@ -311,7 +311,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
             for o in m.operands:
                 for s, buf in zip(o.shape.leaves(), leaves(o)):
                     if id(o) in scratch:
-                        readers.append(_row_reader(kb, s, scratch[id(o)], r, rows))
+                        readers.append(row_vector.row_reader(kb, s, scratch[id(o)], r, rows))
                     else:
                         readers.append(reader(lambda: kb, s, (lambda p=ptr_of[id(buf)]: p)))
             if id(m) in scratch:
@@ -339,10 +339,8 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 beside = ahead.add if ahead and k == ahead_k else None
                 if beside:
                     ahead.start(r, hi)
-                kb.lanes = lanes
                 _row_loop(kb, m.shape, rows, r, gen, target, None if total is None else total.add, beside,
                           lanes)
-                kb.lanes = None
                 rd, kb.row_divide = kb.row_divide, None
                 kb.bounds = None
                 return rd if rd is not None and rd.used else None
@@ -358,6 +356,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                     b.gep(ptr_of[id(leaves(s_inst)[0])], [r], source_etype=storage_type(s_inst.shape.dtype))
                 store_elem(b, s_inst.shape.dtype, total.value(), s_ptr)
     b.ret_void()
+    kb.lanes = None
     hint_loops(fn, _row_hints)
     return fn
 
@@ -452,21 +451,6 @@ def _generator(kb, inst, readers, envs):
         return kb.generator(comp.root, env)
     fn = emitter_of(inst.opdef).fn
     return lambda index: fn(kb, inst, readers, index)
-
-
-def _row_reader(kb, shape, slot, r, rows):
-    """Reads row r of a member's result from its row scratch (the reads are at row r)."""
-    st = storage_type(shape.dtype)
-    per_row = shape.size // rows
-
-    def read(index):
-        b = kb.b
-        off = b.sub(index.offset_in(shape), b.mul(r, i64(per_row)))
-        p = b.gep(slot, [off], source_etype=st, inbounds=True)
-        if index.lanes is not None:     # contiguous: row_vector's plan
-            return vector_load(b, shape.dtype, p, index.lanes)
-        return load_elem(b, shape.dtype, p)
-    return read
 
 
 def _row_loop(kb, shape, rows, r, gen, target, on_value=None, beside=None, lanes=None, lo=0):

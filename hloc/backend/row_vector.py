@@ -28,6 +28,8 @@ order all the same. This order is fixed by the shapes, never by the thread count
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from llvmlite import ir
 
 from .loops import Index, for_range, i64, minor_to_major
@@ -107,6 +109,50 @@ def plan(group, mcx, excluded: bool) -> int | None:
     return lanes
 
 
+@contextmanager
+def vector_loop(kb, start, stop, step: int, name: str):
+    """`for_range` for a vector loop, with a block before it that stays open while the
+    body is emitted (kb.hoist): values the same along the row (a per-row broadcast, and
+    what it is computed from) are emitted there, once per row, by `per_row`. The lean
+    pipeline (hloc.backend.jit.LEAN_ROWS) has no LICM to take them out of the loop."""
+    b = kb.b
+    hoist = b.append_basic_block(f"{name}.row")
+    head = b.append_basic_block(f"{name}.head")
+    body = b.append_basic_block(f"{name}.body")
+    end = b.append_basic_block(f"{name}.end")
+    b.branch(hoist)
+    b.position_at_end(head)
+    iv = b.phi(i64(0).type, name=name)
+    b.cbranch(b.icmp_signed("<", iv, i64(stop) if isinstance(stop, int) else stop), body, end)
+    b.position_at_end(body)
+    outer, kb.hoist = kb.hoist, hoist
+    try:
+        yield iv
+        nxt = b.add(iv, i64(step), name=f"{name}.next", flags=("nsw",))
+        iv.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(kb.hoist)
+        b.branch(head)
+        iv.add_incoming(i64(start) if isinstance(start, int) else start, kb.hoist)
+    finally:
+        kb.hoist = outer
+    b.position_at_end(end)
+
+
+def per_row(kb, emit, lanes: int):
+    """`emit()` (a scalar the same at every position of the row) splat to `lanes`, emitted
+    before the current vector loop (vector_loop) where there is one."""
+    b = kb.b
+    if kb.hoist is None:
+        return splat(b, emit(), lanes)
+    here = b.block
+    b.position_at_end(kb.hoist)
+    v = splat(b, emit(), lanes)
+    kb.hoist = b.block                  # emit() may have added blocks (a loop)
+    b.position_at_end(here)
+    return v
+
+
 def vector_index(b, shape, multi, linear, lanes):
     """The position of `lanes` consecutive elements along `shape`'s minor dimension."""
     return Index(b, shape, multi=multi, linear=linear, lanes=lanes)
@@ -132,7 +178,7 @@ def row_sum(kb, inst, gen, init, multi, minor: int):
     slots = [kb.alloca_entry(vt, name="vsum") for _ in range(SUM_IC)]
     for k, s in enumerate(slots):
         b.store(first if k == 0 else neg0, s)
-    with for_range(b, 0, nv, name=f"v{minor}", step=step) as c:
+    with vector_loop(kb, 0, nv, step, f"v{minor}") as c:
         for k, s in enumerate(slots):
             at = list(multi)
             at[minor] = c if k == 0 else b.add(c, i64(k * lanes), flags=("nsw", "nuw"))
@@ -148,7 +194,7 @@ def row_sum(kb, inst, gen, init, multi, minor: int):
         slot = kb.alloca_entry(ht, name="vsum.epilogue")
         b.store(b.insert_element(ir.Constant(ht, -0.0), total, ir.Constant(I32, 0)), slot)
         ne = n - (n - nv) % half
-        with for_range(b, nv, ne, name=f"e{minor}", step=half) as c:
+        with vector_loop(kb, nv, ne, half, f"e{minor}") as c:
             at = list(multi)
             at[minor] = c
             x = gen(vector_index(b, shape0, at, None, half))
@@ -227,7 +273,7 @@ def row_loop(kb, shape, rows, r, gen, target, lanes: int, scalar_loop) -> None:
     nv = n - n % lanes
     ptr, in_scratch = target
     base = b.mul(r, i64(per_row), flags=("nsw", "nuw"))
-    with for_range(b, 0, nv, name=f"v{minor}", step=lanes) as c:
+    with vector_loop(kb, 0, nv, lanes, f"v{minor}") as c:
         lin = b.add(base, c, flags=("nsw", "nuw"))
         multi = [None] * 2
         multi[minor], multi[1 - minor] = c, r
@@ -236,3 +282,20 @@ def row_loop(kb, shape, rows, r, gen, target, lanes: int, scalar_loop) -> None:
         vector_store(b, v, p)
     if nv < n:
         scalar_loop(nv)
+
+
+def row_reader(kb, shape, slot, r, rows):
+    """Reads row r of a row group member's result from its row scratch (the reads are at
+    row r; with `lanes`, a vector of it)."""
+    from .types import load_elem, storage_type, vector_load
+    st = storage_type(shape.dtype)
+    per_row = shape.size // rows
+
+    def read(index):
+        b = kb.b
+        off = b.sub(index.offset_in(shape), b.mul(r, i64(per_row)))
+        p = b.gep(slot, [off], source_etype=st, inbounds=True)
+        if index.lanes is not None:     # contiguous: plan
+            return vector_load(b, shape.dtype, p, index.lanes)
+        return load_elem(b, shape.dtype, p)
+    return read

@@ -18,7 +18,7 @@ from . import irfast
 from .conversions import convert_value
 from .loops import ZERO, Index, clamp_i64, i64, is_default_layout, minor_to_major
 from .registry import emits, vectorises
-from .row_vector import splat
+from .row_vector import per_row, splat
 from .types import I64, const, load_elem, storage_type, vector_load
 from .elementwise import select_value
 
@@ -85,8 +85,10 @@ def _emit_iota(kb, inst, ops, index):
 def _emit_broadcast(kb, inst, ops, index):
     dims = inst.attrs.get("dimensions", ())
     op = inst.operands[0].shape
-    v = ops[0](_sub(index, op, [index.multi[d] for d in dims]))
-    return v if index.lanes is None else splat(index.b, v, index.lanes)   # _per_row
+    sub = _sub(index, op, [index.multi[d] for d in dims])
+    if index.lanes is None:
+        return ops[0](sub)
+    return per_row(kb, lambda: ops[0](sub), index.lanes)    # _per_row: along the row
 
 
 def _linear_alias(inst) -> bool:
