@@ -118,3 +118,21 @@ def test_part_of_explicit_row_kernels_compiles_lean(monkeypatch):
     assert jit.lower(module, Options()).levels == [compile_threads.LEAN]
     monkeypatch.setattr(row_vector, "ENABLED", False)
     assert compile_threads.LEAN not in jit.lower(module, Options()).levels
+
+
+@needs_vectors
+@pytest.mark.parametrize("cols", [1024, 1000])
+def test_vector_exp_has_the_scalar_bits(cols, monkeypatch, tmp_path):
+    """vmath's exp on vectors (a group exp(x - mean(x)), below and above the clamps):
+    the bits of the scalar loop LLVM vectorises, and the interpreter's values."""
+    text = _layernorm(1024, cols, "exponential(d)").replace("rb = f32", "// rb = f32")
+    module = _prepared(text)
+    assert _vector(module)
+    x = _x(module.entry.parameters[0].shape.dims)
+    x[5, :7] = [-200, -104.5, -103, 0, 88, 89.5, 200]
+    got = np.asarray(compile_module(module, cache_dir=tmp_path / "v").run([x]))
+    r = near(run_module(module, [x]).value, got, ErrorSpec(abs=1e-30, rel=1e-5))
+    assert r.ok, r.message
+    monkeypatch.setattr(row_vector, "ENABLED", False)
+    scalar = np.asarray(compile_module(module, cache_dir=tmp_path / "s").run([x]))
+    np.testing.assert_array_equal(got, scalar)

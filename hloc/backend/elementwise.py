@@ -233,7 +233,7 @@ def _exp(kb, dt, x):
     """exp: glibc's (rounded once) in ieee numerics; in xla-cpu numerics for f32 a
     branch-free polynomial that LLVM vectorises (hloc.backend.vmath; XLA:CPU also uses
     its own vectorisable approximation)."""
-    if not kb.options.xla or x.type != F32:
+    if not kb.options.xla or getattr(x.type, "element", x.type) != F32:
         return _libm_exp(kb, dt, x)
     from .vmath import exp_f32
     return exp_f32(kb, x)
@@ -365,11 +365,12 @@ BINARY_KEYS = ("add", "subtract", "multiply", "divide", "remainder", "power", "m
                   "shift-right-arithmetic", "shift-right-logical", "mulhi")
 
 
-# Float rows (f32/f64 throughout) whose generators are the same on <W x T> values
-# (hloc.backend.row_vector); divide keeps its scalar loop (hloc.backend.row_divide).
+# Float rows (f32/f64 throughout; exp: f32, vmath's) whose generators are the same on
+# <W x T> values (hloc.backend.row_vector); divide keeps its scalar loop (row_divide).
 vectorises_semantic(lambda i: i.shape.dtype.name in ("f32", "f64") and all(
     o.shape.dtype is i.shape.dtype for o in i.operands), "add", "subtract", "multiply", "maximum",
     "minimum", "negate", "abs", "sqrt", "rsqrt", "floor", "ceil", "round-nearest-even")
+vectorises_semantic(lambda i: i.shape.dtype.name == "f32" == i.operands[0].shape.dtype.name, "exponential")
 
 
 @emits_semantic(*UNARY_KEYS)
@@ -383,8 +384,8 @@ def _emit_exp(kb, inst, ops, index):
     is known to be <= 0 (kb.bounds, hloc.backend.bounds: softmax's x - max(x))."""
     x = ops[0](index)
     dt = inst.operands[0].shape.dtype
-    if kb.options.xla and dt.name == "f32" and x.type == F32 and kb.bounds is not None \
-            and kb.bounds.at_most_zero(inst.operands[0]):
+    if kb.options.xla and dt.name == "f32" and getattr(x.type, "element", x.type) == F32 \
+            and kb.bounds is not None and kb.bounds.at_most_zero(inst.operands[0]):
         from .vmath import exp_f32
         return exp_f32(kb, x, upper=False)
     return unary(kb, inst, dt, x)

@@ -60,7 +60,8 @@ def splat(b, v, lanes: int):
     if isinstance(v, ir.Constant):
         return ir.Constant(vt, v.constant)
     one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I32, 0))
-    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+    zeros = ir.Constant(ir.VectorType(I32, lanes), [0] * lanes)
+    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), zeros)
 
 
 def suffix(t) -> str:

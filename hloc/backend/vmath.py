@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .types import F32, I32
+from .row_vector import suffix
+from .types import I32
 
 # exp(r) ~ sum c_k r^k on |r| <= ln2/2 (weighted least squares iterated to minimax
 # relative error, c0 = c1 = 1 exactly so exp(0) == 1)
@@ -40,11 +41,16 @@ def has_vscalef(mcx) -> bool:
 
 
 def exp_f32(kb, x, upper: bool = True):
-    """exp(x); `upper` false: x is known to be <= _HI or a NaN (hloc.backend.bounds), the
-    clamp from above is left out (it could not change x)."""
+    """exp(x) of an f32 or of a vector of them (the same operations, lane by lane);
+    `upper` false: x is known to be <= _HI or a NaN (hloc.backend.bounds), the clamp from
+    above is left out (it could not change x)."""
     b = kb.b
-    c = lambda v: ir.Constant(F32, v)   # noqa: E731
-    fmuladd = kb.mcx.intrinsic("llvm.fmuladd.f32", F32, [F32, F32, F32])
+    t = x.type                          # f32, or <W x f32> (hloc.backend.row_vector)
+    it = ir.VectorType(I32, t.count) if isinstance(t, ir.VectorType) else I32
+    sfx = suffix(t)
+    c = lambda v: ir.Constant(t, v)     # noqa: E731  (a splat where t is a vector)
+    ic = lambda v: ir.Constant(it, v)   # noqa: E731
+    fmuladd = kb.mcx.intrinsic(f"llvm.fmuladd.{sfx}", t, [t, t, t])
     fma = lambda a, m, s: b.call(fmuladd, [a, m, s])    # noqa: E731
     x = b.select(b.fcmp_ordered("<", x, c(_LO)), c(_LO), x)
     if upper:
@@ -56,9 +62,10 @@ def exp_f32(kb, x, upper: bool = True):
     p = c(_POLY[-1])
     for k in reversed(_POLY[:-1]):
         p = fma(p, r, c(k))
-    ni = b.sub(b.bitcast(z, I32), ir.Constant(I32, _SHIFT_BITS))   # n as an integer
+    ni = b.sub(b.bitcast(z, it), ic(_SHIFT_BITS))   # n as an integer
     if has_vscalef(kb.mcx):
-        return b.call(kb.mcx.intrinsic("llvm.ldexp.f32.i32", F32, [F32, I32]), [p, ni])
-    half = b.ashr(ni, ir.Constant(I32, 1))
-    bias = lambda e: b.bitcast(b.shl(b.add(e, ir.Constant(I32, 127)), ir.Constant(I32, 23)), F32)  # noqa: E731
+        isfx = f"v{t.count}i32" if isinstance(t, ir.VectorType) else "i32"
+        return b.call(kb.mcx.intrinsic(f"llvm.ldexp.{sfx}.{isfx}", t, [t, it]), [p, ni])
+    half = b.ashr(ni, ic(1))
+    bias = lambda e: b.bitcast(b.shl(b.add(e, ic(127)), ic(23)), t)  # noqa: E731
     return b.fmul(b.fmul(p, bias(half)), bias(b.sub(ni, half)))
