@@ -21,6 +21,7 @@ after the first reading an earlier one, no member writing a buffer another membe
 from outside the group, and no in-place dynamic-update-slice or kernel-emitter member.
 
 A large output may keep an internal member's row in its own (hloc.backend.row_hosts).
+Where every op allows, the loops are explicit vector code (hloc.backend.row_vector).
 """
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ from .loops import Index, for_range, i64, minor_to_major
 from .types import F32, I32
 
 SUM_IC = 4              # LLVM's interleave count for these sums (row_groups._row_hints)
-EPILOGUE_MIN_VF = 16    # LLVM's -epilogue-vectorization-minimum-VF (its default): main VF
+EPILOGUE_MIN_VF = 16    # LLVM's -epilogue-vectorization-minimum-VF: main loop's VF x IC
 ENABLED = True          # off: every row group keeps its scalar loops (A/B measurements)
 
 
@@ -217,10 +217,10 @@ def row_sum(kb, inst, gen, init, multi, minor: int):
 def _epilogue_width(lanes: int, rest: int) -> int | None:
     """The width of LLVM's epilogue vector loop over the `rest` positions the main loop
     leaves (None: none, they are added one by one): with a main loop of at least
-    EPILOGUE_MIN_VF lanes, the width (the main loop's or half of it, at most `rest`)
-    with the fewest vector plus scalar iterations, the wider on a tie (as LLVM chose on
-    rows of 80 and 1000 f32: 16 and 8)."""
-    if lanes < EPILOGUE_MIN_VF:
+    EPILOGUE_MIN_VF elements per iteration, the width (the main loop's or half of it, at
+    most `rest`) with the fewest vector plus scalar iterations, the wider on a tie (as
+    LLVM chose on rows of 80 and 1000 f32: 16 and 8 with AVX-512, 8 and 8 with AVX2)."""
+    if lanes * SUM_IC < EPILOGUE_MIN_VF:
         return None
     best = None
     for w in (lanes, lanes // 2):
