@@ -32,7 +32,7 @@ from contextlib import contextmanager
 
 from llvmlite import ir
 
-from .loops import Index, for_range, i64, minor_to_major
+from .loops import Index, for_range, i64, linear_of, minor_to_major
 from .types import F32, I32
 
 SUM_IC = 4              # LLVM's interleave count for these sums (row_groups._row_hints)
@@ -111,30 +111,29 @@ def plan(group, mcx, excluded: bool) -> int | None:
 
 
 @contextmanager
-def vector_loop(kb, start, stop, step: int, name: str):
-    """`for_range` for a vector loop, with a block before it that stays open while the
-    body is emitted (kb.hoist): values the same along the row (a per-row broadcast, and
-    what it is computed from) are emitted there, once per row, by `per_row`. The lean
-    pipeline (hloc.backend.jit.LEAN_ROWS) has no LICM to take them out of the loop."""
+def vector_loop(kb, start: int, stop: int, step: int, name: str):
+    """A loop over [start, stop) by `step` (start < stop: the vector loops run at least
+    once), rotated (the body, then one test: the lean pipeline, hloc.backend.jit.LEAN_ROWS,
+    has no loop rotation), with a block before it that stays open while the body is
+    emitted (kb.hoist): values the same along the row (a per-row broadcast, and what it
+    is computed from) are emitted there, once per row, by `per_row` (nor has it LICM)."""
+    assert start < stop
     b = kb.b
     hoist = b.append_basic_block(f"{name}.row")
-    head = b.append_basic_block(f"{name}.head")
     body = b.append_basic_block(f"{name}.body")
     end = b.append_basic_block(f"{name}.end")
     b.branch(hoist)
-    b.position_at_end(head)
-    iv = b.phi(i64(0).type, name=name)
-    b.cbranch(b.icmp_signed("<", iv, i64(stop) if isinstance(stop, int) else stop), body, end)
     b.position_at_end(body)
+    iv = b.phi(i64(0).type, name=name)
     outer, kb.hoist = kb.hoist, hoist
     try:
         yield iv
-        nxt = b.add(iv, i64(step), name=f"{name}.next", flags=("nsw",))
+        nxt = b.add(iv, i64(step), name=f"{name}.next", flags=("nsw", "nuw"))
         iv.add_incoming(nxt, b.block)
-        b.branch(head)
+        b.cbranch(b.icmp_signed("<", nxt, i64(stop)), body, end)
         b.position_at_end(kb.hoist)
-        b.branch(head)
-        iv.add_incoming(i64(start) if isinstance(start, int) else start, kb.hoist)
+        b.branch(body)
+        iv.add_incoming(i64(start), kb.hoist)
     finally:
         kb.hoist = outer
     b.position_at_end(end)
@@ -179,11 +178,18 @@ def row_sum(kb, inst, gen, init, multi, minor: int):
     slots = [kb.alloca_entry(vt, name="vsum") for _ in range(SUM_IC)]
     for k, s in enumerate(slots):
         b.store(first if k == 0 else neg0, s)
+    at0 = list(multi)
+    at0[minor] = i64(0)
+    base = linear_of(b, shape0, at0)        # the row's start, once per row
+
+    def at(c, k=0):
+        pos = c if k == 0 else b.add(c, i64(k), flags=("nsw", "nuw"))
+        m = list(multi)
+        m[minor] = pos
+        return m, b.add(base, pos, flags=("nsw", "nuw"))
     with vector_loop(kb, 0, nv, step, f"v{minor}") as c:
         for k, s in enumerate(slots):
-            at = list(multi)
-            at[minor] = c if k == 0 else b.add(c, i64(k * lanes), flags=("nsw", "nuw"))
-            x = gen(vector_index(b, shape0, at, None, lanes))
+            x = gen(vector_index(b, shape0, *at(c, k * lanes), lanes))
             b.store(b.fadd(b.load(s, typ=vt), x, flags=flags), s)
     acc = b.load(slots[0], typ=vt)
     for s in slots[1:]:     # no contract: an accumulator that is one product (a loop run
@@ -196,9 +202,7 @@ def row_sum(kb, inst, gen, init, multi, minor: int):
         b.store(b.insert_element(ir.Constant(ht, -0.0), total, ir.Constant(I32, 0)), slot)
         ne = n - (n - nv) % half
         with vector_loop(kb, nv, ne, half, f"e{minor}") as c:
-            at = list(multi)
-            at[minor] = c
-            x = gen(vector_index(b, shape0, at, None, half))
+            x = gen(vector_index(b, shape0, *at(c), half))
             b.store(b.fadd(b.load(slot, typ=ht), x, flags=flags), slot)
         total = _reduce(kb, b.load(slot, typ=ht), flags)
         nv = ne
@@ -207,9 +211,7 @@ def row_sum(kb, inst, gen, init, multi, minor: int):
     slot = kb.alloca_entry(t, name="vsum.tail")
     b.store(total, slot)
     with for_range(b, nv, n, name=f"t{minor}") as c:
-        at = list(multi)
-        at[minor] = c
-        x = gen(Index(b, shape0, multi=at))
+        x = gen(Index(b, shape0, *at(c)))
         b.store(b.fadd(b.load(slot, typ=t), x, flags=flags), slot)
     return b.load(slot, typ=t)
 
