@@ -155,7 +155,7 @@ class Executable:
             meta = entry[0]
         self.cache_hit = self.lowered is None
         t = time.perf_counter()
-        self.code = load(objs, options)
+        self.code = load(objs, options, cache_dir)
         times["load"] = time.perf_counter() - t
         self.compile_s = time.perf_counter() - t0
         self.arena_bytes = meta["arena"]

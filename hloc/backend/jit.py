@@ -122,10 +122,11 @@ class Lowered:
 
 
 def _brief_names(fns: Functions, mcx) -> set:
-    """Functions whose loops all run briefly (optnone ones are left alone by the passes
-    concerned; the entry wrapper has no loop)."""
+    """Functions whose loops all run briefly (the entry wrapper and the thread runtime's
+    call, hloc.backend.parallel, have no loop)."""
     brief = {n for n, b in fns.brief.items() if b} | {ENTRY}
-    return brief | {f.name for f in mcx.module.functions if "optnone" in f.attributes}
+    wrapper = mcx._decls.get("hloc.parallel")
+    return brief | ({wrapper.name} if wrapper is not None else set())
 
 
 def _part_settings(fns: Functions, members: set, brief: set, options: Options):
@@ -312,8 +313,13 @@ def compile_objects(lowered: Lowered, options: Options, threads: int | None = No
     return objs
 
 
-def load(objs: list[bytes], options: Options) -> NativeCode:
+def load(objs: list[bytes], options: Options, cache_dir=None) -> NativeCode:
+    """Objects into a new engine; the thread runtime first, when they call it
+    (hloc.backend.threadpool_jit, its object from the cache in `cache_dir` when there)."""
     calls = runtime.check_objects(objs)
+    if calls & runtime.THREAD_RUNTIME:
+        from . import threadpool_jit
+        threadpool_jit.install(cache_dir)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(options.opt_level))
     for obj in objs:
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
