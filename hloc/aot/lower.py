@@ -64,7 +64,7 @@ def lower_library(module, options: Options, prefix: str, triple: str, data_layou
     ctx.linkage = "internal"
     arch = triple.split("-")[0]
     fpenv = _FpEnv(mcx, arch) if options.xla else None
-    _install_parallel(mcx, ctx, fpenv, arch)
+    _install_parallel(mcx, ctx, fpenv, triple)
     fns = Functions(mcx)
     entry = fns.compile(module.entry)
     scratch = fns.arena(module.entry)
@@ -106,12 +106,12 @@ class _FpEnv:
         return lambda: None
 
 
-def _install_parallel(mcx, ctx, fpenv, arch) -> None:
+def _install_parallel(mcx, ctx, fpenv, triple) -> None:
     """`hloc.parallel` as the computations call it, reading the call's config; registered
     before any computation is emitted, so parallel.parallel_function finds it. Without a
     caller's pool it calls the library's own copy of the thread runtime
     (hloc.backend.threadpool, internal here), whose workers a destructor stops."""
-    rt = threadpool.Runtime(mcx.module, arch, mcx._decls, unique=mcx.unique, external=False)
+    rt = threadpool.Runtime(mcx.module, triple, mcx._decls, unique=mcx.unique, external=False)
     if rt.pooled:
         _destructor(mcx.module, rt.stop)
     pool_task = ir.Function(mcx.module, TASK_FN_T, name=mcx.unique("hloc.pool_task"))

@@ -28,9 +28,13 @@ worker's past:
   environment, pthread_create(3)), never waits;
 * fork: the pool belongs to the process id that started its workers; a call in a child
   (another pid) resets it and starts workers of its own, never waits on its parent's.
+A call waits for its workers spinning up to CALLER_SPINS pauses (~25 us here) before it
+sleeps; a worker spins WORKER_SPINS pauses after its task before it sleeps, so a call
+that follows soon (the next split kernel of a module, a loop of calls) finds it awake
+and makes no system call to wake it (`sleepers` counts those asleep).
 `hloc_rt_stop` wakes the workers with a stop mark and joins them (the AOT library's
-destructor, before dlclose); a later call starts new ones. Targets without a known futex
-number or floating-point register (not x86-64 / aarch64 / riscv64 Linux) use
+destructor, before dlclose); a later call starts new ones. Targets other than x86-64 and
+aarch64 Linux (whose futex numbers and floating-point registers are known here) use
 `hloc_rt.spawn` for every call.
 """
 from __future__ import annotations
@@ -43,13 +47,12 @@ from .types import I8, I32, I64, PTR, VOID, opaque
 ENTRY = "hloc_rt_parallel"
 STOP = "hloc_rt_stop"
 MAX_THREADS = 64
-LIBC = frozenset({"pthread_create", "pthread_join", "syscall", "getpid"})
-SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98, "riscv64": 98}
-_X86, _ARM64 = ("x86_64", "amd64"), ("aarch64", "arm64")
+SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}
+_X86 = ("x86_64", "amd64")
 FUTEX_WAIT, FUTEX_WAKE = 128, 129       # FUTEX_WAIT / FUTEX_WAKE | FUTEX_PRIVATE_FLAG
 STOPPING = 255                          # the word's worker count that tells them to exit
-CALLER_SPINS = 1000
-WORKER_SPINS = 0
+CALLER_SPINS = 1000                     # pauses (~25 ns each on this machine's x86-64)
+WORKER_SPINS = 1000
 
 KERNEL_T = ir.FunctionType(VOID, [PTR, I64, I64])       # kernel(args, wg, nwg)
 ENTRY_T = ir.FunctionType(VOID, [PTR, PTR, I64, I64])    # hloc_rt_parallel
@@ -72,14 +75,15 @@ def fill_tasks(b, task, kernel, args, nwg, n) -> None:
 
 
 class Runtime:
-    """The runtime's functions, emitted into `module` for `arch`. `decls`: the module's
+    """The runtime's functions, emitted into `module` for `triple`. `decls`: the module's
     declarations by name (shared with its other code); `unique`: a fresh name for an
     internal symbol; `external`: whether the two entries are visible outside the module."""
 
-    def __init__(self, module: ir.Module, arch: str, decls: dict, unique=lambda n: n,
+    def __init__(self, module: ir.Module, triple: str, decls: dict, unique=lambda n: n,
                  external: bool = True):
-        self.m, self.arch, self.decls, self.unique = module, arch, decls, unique
-        self.pooled = arch in SYS_FUTEX and (arch in _X86 or arch in _ARM64)
+        self.m, self.decls, self.unique = module, decls, unique
+        self.arch = triple.split("-")[0]
+        self.pooled = self.arch in SYS_FUTEX and "-linux" in triple
         self.task = self._task_runner()
         self.spawn = self._spawn()
         if self.pooled:
@@ -87,6 +91,7 @@ class Runtime:
             self.lock, self.pid = g("lock", I32, 64), g("pid", I32)
             self.word, self.pending = g("word", I32, 64), g("pending", I32, 64)
             self.counter, self.job = g("counter", I64, 64), g("job", TASK_T, 64)
+            self.sleepers = g("sleepers", I32, 64)
             self.fpenv, self.workers = g("fpenv", I64), g("workers", I64)
             self.tids = g("tids", ir.ArrayType(I64, MAX_THREADS))
             self.main = self._main()
@@ -148,9 +153,10 @@ class Runtime:
         else:
             b.call(self._decl("llvm.aarch64.hint", VOID, [I32]), [ir.Constant(I32, 1)])   # yield
 
-    def _await(self, fn, b, word, done, spins: int):
+    def _await(self, fn, b, word, done, spins: int, sleepers=None):
         """Load `word` (acquire) until `done(v)`: `spins` turns with a pause, then asleep on
-        the futex (woken by whoever changes it). The value that was done."""
+        the futex (woken by whoever changes it), counted in `sleepers` while asleep when
+        given. The value that was done."""
         pre = b.block
         head, check, spin, sleep, out = (fn.append_basic_block(n) for n in
                                          ("await", "await.check", "spin", "nap", "awaited"))
@@ -167,7 +173,11 @@ class Runtime:
         k.add_incoming(b.add(k, i64(1)), spin)
         b.branch(head)
         b.position_at_end(sleep)
+        if sleepers is not None:        # seq_cst: see _wake_workers
+            b.atomic_rmw("add", sleepers, ir.Constant(I32, 1), "seq_cst")
         self._futex(b, word, FUTEX_WAIT, b.zext(v, I64))
+        if sleepers is not None:
+            b.atomic_rmw("sub", sleepers, ir.Constant(I32, 1), "seq_cst")
         k.add_incoming(k, sleep)
         b.branch(head)
         b.position_at_end(out)
@@ -252,7 +262,8 @@ class Runtime:
         b.position_at_end(blk["wait"])
         seen = b.phi(I32, name="seen")
         seen.add_incoming(first, fn.entry_basic_block)
-        w = self._await(fn, b, self.word, lambda v: b.icmp_unsigned("!=", v, seen), WORKER_SPINS)
+        w = self._await(fn, b, self.word, lambda v: b.icmp_unsigned("!=", v, seen), WORKER_SPINS,
+                        self.sleepers)
         b.branch(blk["changed"])
         b.position_at_end(blk["changed"])
         active = b.zext(b.and_(w, ir.Constant(I32, 0xFF)), I64, name="active")
@@ -344,8 +355,7 @@ class Runtime:
         b.store(self._get_fpenv(b), self.fpenv)
         active32 = b.trunc(active, I32)
         b.store_atomic(active32, self.pending, "monotonic", 4)
-        b.store_atomic(self._next_word(b, word, active32), self.word, "release", 4)
-        self._futex(b, self.word, FUTEX_WAKE, i64(0x7FFFFFFF))
+        self._wake_workers(fn, b, self._next_word(b, word, active32))
         b.call(self.task, [job])
         self._await(fn, b, self.pending, lambda v: b.icmp_unsigned("==", v, ir.Constant(I32, 0)),
                     CALLER_SPINS)
@@ -353,6 +363,20 @@ class Runtime:
         b.position_at_end(blk["finish"])
         b.store_atomic(ir.Constant(I32, 0), self.lock, "release", 4)
         b.ret_void()
+
+    def _wake_workers(self, fn, b, word):
+        """Publish the pool's next `word` and wake the workers asleep on it (none are when
+        all still spin: no system call). Both sides seq_cst: a worker counts itself in
+        `sleepers` before its futex wait compares the word, so either this load sees it
+        or its wait sees the new word and returns at once."""
+        b.store_atomic(word, self.word, "seq_cst", 4)
+        asleep = b.load_atomic(self.sleepers, "seq_cst", 4, typ=I32)
+        wake, go = fn.append_basic_block("wake"), fn.append_basic_block("woken")
+        b.cbranch(b.icmp_unsigned("!=", asleep, ir.Constant(I32, 0)), wake, go)
+        b.position_at_end(wake)
+        self._futex(b, self.word, FUTEX_WAKE, i64(0x7FFFFFFF))
+        b.branch(go)
+        b.position_at_end(go)
 
     def _start_workers(self, fn, b, word, want):
         """Start workers until `want` run (or one cannot start); how many run."""
@@ -410,8 +434,7 @@ class Runtime:
         b.cbranch(b.icmp_unsigned("==", have, i64(0)), unlock, blk["stop"])
         b.position_at_end(blk["stop"])
         word = b.load(self.word, typ=I32)
-        b.store_atomic(self._next_word(b, word, ir.Constant(I32, STOPPING)), self.word, "release", 4)
-        self._futex(b, self.word, FUTEX_WAKE, i64(0x7FFFFFFF))
+        self._wake_workers(fn, b, self._next_word(b, word, ir.Constant(I32, STOPPING)))
         join = self._decl("pthread_join", I32, [I64, PTR])
         tids_t = ir.ArrayType(I64, MAX_THREADS)
         with for_range(b, 0, have, name="w") as t:
@@ -431,5 +454,5 @@ def module_text(triple: str, data_layout: str) -> str:
     """The JIT's runtime module for the host (`triple`)."""
     m = ir.Module(name="hloc_rt")
     m.triple, m.data_layout = triple, data_layout
-    Runtime(m, triple.split("-")[0], {})
+    Runtime(m, triple, {})
     return str(m)
