@@ -40,7 +40,7 @@ import numpy as np
 from ..diagnostics import InputError, UnsupportedError
 from ..ir.shape import parse_shape
 from ..printer import module_to_text as to_text
-from . import blas, runtime
+from . import blas, runtime, threadpool_jit
 from .buffers import ALIGN
 from .cache import ObjectCache, pack, unpack
 from .collective_calls import device_table
@@ -135,7 +135,9 @@ class Executable:
                 prepare(module)
             times["hlo_passes"] = time.perf_counter() - t
             t = time.perf_counter()
-            self.lowered = lowered = lower(module, options, ahead=True)
+            # the thread runtime (once per process) compiles beside this module's LLVM
+            self.lowered = lowered = lower(module, options, ahead=True, on_parallel=lambda:
+                                           threadpool_jit.install_ahead(cache_dir))
             times["ir_gen"] = time.perf_counter() - t
             t = time.perf_counter()
             stats = Stats()

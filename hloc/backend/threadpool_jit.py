@@ -28,9 +28,31 @@ from .threadpool import ENTRY, STOP
 LEVEL = 0
 
 _lock = threading.Lock()
+_start = threading.Lock()
+_ahead = None                # the thread of install_ahead, once started
 _installed: dict = {}        # entry name -> address, once loaded
 _keep: list = []             # the engine holding the code: never freed (workers run it)
 _origin: list = []           # "compiled" or "cache"
+
+
+def install_ahead(cache_dir=None) -> None:
+    """Start `install` on a thread of its own unless it is done or under way: it then
+    compiles beside the first module that needs it (its LLVM work on llvmlite's unlocked
+    calls, compile_threads.compile_one), which `install` waits for when that module is
+    loaded. Not a daemon: interpreter exit waits for it rather than end it inside LLVM."""
+    global _ahead
+    with _start:
+        if _installed or _ahead is not None:
+            return
+        _ahead = threading.Thread(target=_install_quietly, args=(cache_dir,), name="hloc-runtime")
+        _ahead.start()
+
+
+def _install_quietly(cache_dir) -> None:
+    try:
+        install(cache_dir)
+    except Exception:         # noqa: BLE001  (raised again by the install the load makes)
+        pass
 
 
 def install(cache_dir=None) -> dict:
@@ -53,11 +75,10 @@ def install(cache_dir=None) -> dict:
         obj = cache.get(key) if key is not None else None
         _origin.append("compiled" if obj is None else "cache")
         if obj is None:
-            tm = jit.compile_machine(LEVEL)
-            mod = llvm.parse_assembly(threadpool.module_text(triple, str(tm.target_data)))
-            mod.verify()
+            text = threadpool.module_text(triple, str(jit.compile_machine(LEVEL).target_data))
             with compile_threads.OPTIONS_LOCK:
-                obj = tm.emit_object(mod)
+                obj = compile_threads.compile_one(text, lambda: jit.compile_machine(LEVEL), 0,
+                                                  compile_threads.available())
             if key is not None:
                 cache.put(key, obj)
         runtime.check_runtime_object(obj)
