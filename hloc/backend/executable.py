@@ -135,11 +135,11 @@ class Executable:
                 prepare(module)
             times["hlo_passes"] = time.perf_counter() - t
             t = time.perf_counter()
-            # the thread runtime (once per process) compiles beside this module's LLVM
-            self.lowered = lowered = lower(module, options, ahead=True, on_parallel=lambda:
-                                           threadpool_jit.install_ahead(cache_dir))
+            self.lowered = lowered = lower(module, options, ahead=True)
             times["ir_gen"] = time.perf_counter() - t
             t = time.perf_counter()
+            if lowered.calls_runtime:    # the thread runtime (once per process) compiles
+                threadpool_jit.install_ahead(cache_dir)      # beside this module's LLVM
             stats = Stats()
             objs = compile_objects(lowered, options, stats=stats)
             times["llvm"] = time.perf_counter() - t

@@ -137,13 +137,11 @@ def _part_settings(fns: Functions, members: set, brief: set, options: Options):
 
 
 @gc_paused
-def lower(module, options: Options, share_kernels: bool = True, ahead: bool = False,
-          on_parallel=None) -> Lowered:
+def lower(module, options: Options, share_kernels: bool = True, ahead: bool = False) -> Lowered:
     """`share_kernels`: identical kernels compile once (hloc.backend.dedup); the code
     computes the same either way. `ahead`: a unit's part (hloc.backend.partition) starts
     compiling on a thread of its own as soon as its code is complete (`compile_objects`
-    takes its object over); its object is the same either way. `on_parallel()` is called
-    once the code is generated when it calls the thread runtime (hloc.backend.parallel)."""
+    takes its object over); its object is the same either way."""
     from .expand import for_codegen
     module = for_codegen(module)          # batch-norm expanded, as XLA:CPU always does
     _, _, feats, triple = host()
@@ -176,8 +174,6 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
         if pending is not None:
             pending.close()               # what it has started finishes, unused
         raise
-    if on_parallel is not None and "hloc.parallel" in mcx._decls:
-        on_parallel()
     wrapper = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, PTR]), name=ENTRY)
     for a, n in zip(wrapper.args, ("params", "outs", "temp")):
         a.name = n
@@ -219,6 +215,7 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
     lowered.ahead = pending               # compiling the first `units` parts
     lowered.units = len(units)
     lowered.kernels_merged = fns.kernels.merged if fns.kernels is not None else 0
+    lowered.calls_runtime = "hloc.parallel" in mcx._decls      # the thread runtime's entry
     inplace = fns.plans[id(module.entry)].inplace
     # (out leaf, param leaf, kind, whether the output lives in the parameter's buffer)
     lowered.donated = [(j, i, kind, j in inplace) for j, i, kind in donated]

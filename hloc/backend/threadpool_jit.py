@@ -37,9 +37,9 @@ _origin: list = []           # "compiled" or "cache"
 
 def install_ahead(cache_dir=None) -> None:
     """Start `install` on a thread of its own unless it is done or under way: it then
-    compiles beside the first module that needs it (its LLVM work on llvmlite's unlocked
-    calls, compile_threads.compile_one), which `install` waits for when that module is
-    loaded. Not a daemon: interpreter exit waits for it rather than end it inside LLVM."""
+    compiles beside the LLVM compile of the first module that needs it (the Executable
+    starts it; its own LLVM work on llvmlite's unlocked calls, compile_threads.compile_one),
+    and `install` waits for it when that module is loaded. Not a daemon: interpreter exit waits for it rather than end it inside LLVM."""
     global _ahead
     with _start:
         if _installed or _ahead is not None:
