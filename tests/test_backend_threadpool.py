@@ -52,7 +52,7 @@ def test_modules_only_declare_the_runtime():
 
 
 def test_module_objects_may_not_call_the_runtimes_libc():
-    """pthread_create, syscall, getpid: the runtime's own object only."""
+    """pthread_create, syscall, getpid, sched_yield: the runtime's own object only."""
     obj = threadpool_object()
     assert set(runtime.undefined_symbols(obj)) <= runtime.RUNTIME_LIBC
     runtime.check_runtime_object(obj)

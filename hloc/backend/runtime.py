@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import struct
+import threading
 
 import llvmlite.binding as llvm
 
@@ -41,9 +42,10 @@ LAPACK = frozenset(f"scipy_{p}{r}_64_" for p in "sdcz" for r in
 THREAD_RUNTIME = frozenset({"hloc_rt_parallel", "hloc_rt_stop"})
 ALLOWED = ALLOWED | BLAS | LAPACK | DEVICE | THREAD_RUNTIME
 # What only the thread runtime's own object may call.
-RUNTIME_LIBC = frozenset({"pthread_create", "pthread_join", "syscall", "getpid"})
+RUNTIME_LIBC = frozenset({"pthread_create", "pthread_join", "syscall", "getpid", "sched_yield"})
 
 _resolved: dict[str, int] | None = None
+_resolving = threading.RLock()      # the thread runtime registers from a thread of its own
 
 
 def require(name: str) -> None:
@@ -104,6 +106,13 @@ def handles() -> list:
 
 def resolve_all() -> dict[str, int]:
     """Address of every allowlisted symbol, registered with LLVM (once per process)."""
+    if _resolved is None:
+        with _resolving:
+            return _resolve()
+    return _resolved
+
+
+def _resolve() -> dict[str, int]:
     global _resolved
     if _resolved is None:
         from .device_runtime import native_entries
@@ -130,8 +139,9 @@ def register(name: str, addr: int) -> None:
     """Add an entry of hloc's own thread runtime (THREAD_RUNTIME) to the table."""
     if name not in THREAD_RUNTIME:
         raise AssertionError(f"{name} is not an entry of the thread runtime")
-    resolve_all()[name] = addr
-    llvm.add_symbol(name, addr)
+    with _resolving:            # not while another thread builds the table
+        _resolve()[name] = addr
+        llvm.add_symbol(name, addr)
 
 
 def check_runtime_object(obj: bytes) -> None:
