@@ -32,7 +32,7 @@ A call waits for its workers spinning up to CALLER_SPINS pauses (~25 us here) be
 sleeps; a worker spins WORKER_SPINS pauses after its task before it sleeps, so a call
 that follows soon (the next split kernel of a module, a loop of calls) finds it awake
 and makes no system call to wake it (`sleepers` counts those asleep). A spin yields the
-CPU (sched_yield) every YIELD_EVERY pauses: on a loaded machine the caller and a worker
+CPU (sched_yield) every CALLER_YIELD / WORKER_YIELD pauses: on a loaded machine the caller and a worker
 can share one CPU, and each spinning its full time while the other waited to run made a
 tiny split call 56 us instead of 7-14.
 `hloc_rt_stop` wakes the workers with a stop mark and joins them (the AOT library's
@@ -56,7 +56,8 @@ FUTEX_WAIT, FUTEX_WAKE = 128, 129       # FUTEX_WAIT / FUTEX_WAKE | FUTEX_PRIVAT
 STOPPING = 255                          # the word's worker count that tells them to exit
 CALLER_SPINS = 1000                     # pauses (~25 ns each on this machine's x86-64)
 WORKER_SPINS = 1000
-YIELD_EVERY = 32                        # a spin yields the CPU every this many pauses
+CALLER_YIELD = 32                       # a spin yields the CPU every this many pauses
+WORKER_YIELD = 32                       # (0: never)
 
 KERNEL_T = ir.FunctionType(VOID, [PTR, I64, I64])       # kernel(args, wg, nwg)
 ENTRY_T = ir.FunctionType(VOID, [PTR, PTR, I64, I64])    # hloc_rt_parallel
@@ -157,7 +158,7 @@ class Runtime:
         else:
             b.call(self._decl("llvm.aarch64.hint", VOID, [I32]), [ir.Constant(I32, 1)])   # yield
 
-    def _await(self, fn, b, word, done, spins: int, sleepers=None):
+    def _await(self, fn, b, word, done, spins: int, every: int, sleepers=None):
         """Load `word` (acquire) until `done(v)`: `spins` turns with a pause, then asleep on
         the futex (woken by whoever changes it), counted in `sleepers` while asleep when
         given. The value that was done."""
@@ -174,11 +175,12 @@ class Runtime:
         b.cbranch(b.icmp_unsigned("<", k, i64(spins)), spin, sleep)
         b.position_at_end(spin)
         self._pause(b)
-        nap, turn = fn.append_basic_block("yield"), fn.append_basic_block("turned")
-        b.cbranch(b.icmp_unsigned("==", b.and_(k, i64(YIELD_EVERY - 1)), i64(YIELD_EVERY - 1)),
-                  nap, turn)
-        b.position_at_end(nap)          # the thread waited for may be queued on this CPU
-        b.call(self._decl("sched_yield", I32, []), [])
+        turn = fn.append_basic_block("turned")
+        if every:
+            nap = fn.append_basic_block("yield")
+            b.cbranch(b.icmp_unsigned("==", b.and_(k, i64(every - 1)), i64(every - 1)), nap, turn)
+            b.position_at_end(nap)      # the thread waited for may be queued on this CPU
+            b.call(self._decl("sched_yield", I32, []), [])
         b.branch(turn)
         b.position_at_end(turn)
         k.add_incoming(b.add(k, i64(1)), turn)
@@ -274,7 +276,7 @@ class Runtime:
         seen = b.phi(I32, name="seen")
         seen.add_incoming(first, fn.entry_basic_block)
         w = self._await(fn, b, self.word, lambda v: b.icmp_unsigned("!=", v, seen), WORKER_SPINS,
-                        self.sleepers)
+                        WORKER_YIELD, self.sleepers)
         b.branch(blk["changed"])
         b.position_at_end(blk["changed"])
         active = b.zext(b.and_(w, ir.Constant(I32, 0xFF)), I64, name="active")
@@ -369,7 +371,7 @@ class Runtime:
         self._wake_workers(fn, b, self._next_word(b, word, active32))
         b.call(self.task, [job])
         self._await(fn, b, self.pending, lambda v: b.icmp_unsigned("==", v, ir.Constant(I32, 0)),
-                    CALLER_SPINS)
+                    CALLER_SPINS, CALLER_YIELD)
         b.branch(blk["finish"])
         b.position_at_end(blk["finish"])
         b.store_atomic(ir.Constant(I32, 0), self.lock, "release", 4)

@@ -70,7 +70,8 @@ def install(cache_dir=None) -> dict:
         cache = ObjectCache(cache_dir)
         key = None if cache.directory is None else cache_key(
             "hloc-runtime", jit.sources_digest(), triple, cpu, feats, str(LEVEL),
-            str((threadpool.CALLER_SPINS, threadpool.WORKER_SPINS)), llvmlite.__version__,
+            str((threadpool.CALLER_SPINS, threadpool.WORKER_SPINS, threadpool.CALLER_YIELD,
+                 threadpool.WORKER_YIELD)), llvmlite.__version__,
             ".".join(map(str, llvm.llvm_version_info)))
         obj = cache.get(key) if key is not None else None
         _origin.append("compiled" if obj is None else "cache")
