@@ -494,6 +494,59 @@ ENTRY e {{
     assert np.array_equal(np.frombuffer(outs[0], np.float32), compile_module(module).run(ins))
 
 
+def _fma3(n=1 << 21):
+    return hloc.parse(f"""HloModule fma3
+ENTRY e {{
+  x = f32[{n}] parameter(0)
+  y = f32[{n}] parameter(1)
+  z = f32[{n}] parameter(2)
+  m = f32[{n}] multiply(y, z)
+  ROOT s = f32[{n}] add(x, m)
+}}""")
+
+
+@needs_cc
+def test_c_program_library_pool_lifecycle(tmp_path, cache):
+    """The library's own worker pool (hloc.backend.threadpool) from a C program: workers
+    start on the first split call and stay; concurrent callers, a forked child and
+    grandchild get the first run's bits; dlclose joins the workers (the library's
+    destructor) and leaves no thread behind; exit with them alive does not hang."""
+    module = _fma3()
+    so = tmp_path / "libm.so"
+    compile_library(module, str(so), header=str(tmp_path / "m.h"), name="m", cache_dir=cache)
+    rng = np.random.default_rng(4)
+    (tmp_path / "in").mkdir()
+    for i in range(3):
+        (tmp_path / "in" / f"in{i}.bin").write_bytes(rng.standard_normal(1 << 21).astype(np.float32).tobytes())
+    _cc("-O1", "-include", tmp_path / "m.h", HERE / "aot" / "pool_driver.c", "-ldl", "-lpthread",
+        "-o", tmp_path / "pd")
+    for threads, close, want in (("4", "1", "workers 3\nafter dlclose 0\n"), ("3", "0", "workers 2\n"),
+                                 ("1", "1", "workers 0\nafter dlclose 0\n")):
+        r = subprocess.run([tmp_path / "pd", so, tmp_path / "in", threads, close], capture_output=True,
+                           text=True, env={"PATH": "/usr/bin:/bin"}, timeout=120)
+        assert r.returncode == 0 and r.stdout == want, (threads, close, r.returncode, r.stdout, r.stderr)
+
+
+@needs_cc
+def test_library_pool_runs_tasks_in_the_callers_numerics(tmp_path, cache):
+    """Two libraries of one module, xla-cpu and exact numerics, called in turn on 4
+    threads: subnormals flush in every work group of the first, in none of the second."""
+    n = 1 << 21
+    module = hloc.parse(f"HloModule a\nENTRY e {{\n  x = f32[{n}] parameter(0)\n"
+                        f"  ROOT r = f32[{n}] add(x, x)\n}}")
+    libs = {}
+    for numerics in ("xla-cpu", "ieee"):
+        path = tmp_path / f"lib{numerics[0]}.so"
+        lib = compile_library(module, str(path), name=f"m{numerics[0]}", numerics=numerics,
+                              cache_dir=cache)
+        libs[numerics] = CLib(path, f"m{numerics[0]}", lib, module)
+    x = np.full(n, np.float32(1e-40))
+    for numerics in ("ieee", "xla-cpu") * 3:
+        rc, (y,) = libs[numerics].call([x], threads=4)
+        assert rc == 0
+        assert (not y.any()) if numerics == "xla-cpu" else bool((y == x + x).all()), numerics
+
+
 REF_CBLAS = r"""
 /* A reference LP64 cblas_sgemm (row-major only), standing in for a system BLAS. */
 int calls;

@@ -4,7 +4,7 @@
 static archive or shared library holding the JIT's code for `module` (hloc.aot.lower)
 and a header describing its C ABI (hloc.aot.header). Layout:
   abi.py     argument / result leaves: names, types, dims, layout, bytes
-  lower.py   the LLVM module: JIT functions + checked C entry points + per-call runtime
+  lower.py   the LLVM module: JIT functions + checked C entry points + the thread runtime
   target.py  target machines (host or cross), object emission, the undefined-symbol check
   link.py    .o / .a written here, .so linked by the system C compiler
   header.py  the C header and the optional C++ wrapper class

@@ -148,7 +148,7 @@ def header_text(low: Lowered, module_name: str, source: str, target, cpp_class: 
         f"typedef void (*{P}_parallel_for_fn)(void* pool, int64_t n, {P}_task_fn task, void* task_arg);",
         "typedef struct {",
         f"  int64_t threads;                 /* 1..{P}_MAX_THREADS: how many large kernels are split over */",
-        f"  {P}_parallel_for_fn parallel_for; /* NULL: the library starts and joins pthreads itself */",
+        f"  {P}_parallel_for_fn parallel_for; /* NULL: the library's own worker pool (stopped at exit or dlclose) */",
         "  void* pool;                      /* passed to parallel_for */",
         f"}} {P}_config;",
         "",

@@ -9,8 +9,12 @@ Every computation and kernel function comes from the JIT's emitters unchanged
   thread count) and return an error code (hloc.aot.header lists them) before any code runs;
 * the work-group runtime reads its thread count and the caller's optional thread-pool
   callback from the call's config through one thread-local pointer, set on entry and
-  restored on return: the library has no other state, so two threads may run at once
-  (the JIT's runtime reads a module global that the Executable sets instead);
+  restored on return (the JIT's reads a module global that the Executable sets instead);
+  without a callback it runs on the library's own copy of the thread runtime
+  (hloc.backend.threadpool: a persistent worker pool that concurrent callers share
+  through a try-lock, the one that finds it busy starting and joining its own pthreads),
+  whose workers a destructor (llvm.global_dtors) stops and joins at exit or dlclose,
+  before the code they run is unmapped; so two threads may run at once;
 * FTZ/DAZ (xla-cpu numerics) is set per target (MXCSR on x86-64, FPCR.FZ on aarch64),
   and again in pool tasks, which do not inherit the caller's floating-point state.
 """
@@ -18,11 +22,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..backend import parallel
+from ..backend import parallel, threadpool
 from ..backend.computation import Functions
 from ..backend.context import ModuleContext, Options
 from ..backend.loops import for_range, i64
-from ..backend.types import I8, I32, I64, PTR, VOID, opaque
+from ..backend.types import I32, I64, PTR, VOID, opaque
 from .abi import argument_leaves, result_leaves
 
 CTX = "hloc_aot_ctx"                # the thread-local config pointer
@@ -60,7 +64,7 @@ def lower_library(module, options: Options, prefix: str, triple: str, data_layou
     ctx.linkage = "internal"
     arch = triple.split("-")[0]
     fpenv = _FpEnv(mcx, arch) if options.xla else None
-    _install_parallel(mcx, ctx, fpenv)
+    _install_parallel(mcx, ctx, fpenv, triple)
     fns = Functions(mcx)
     entry = fns.compile(module.entry)
     scratch = fns.arena(module.entry)
@@ -102,52 +106,60 @@ class _FpEnv:
         return lambda: None
 
 
-def _install_parallel(mcx, ctx, fpenv) -> None:
+def _install_parallel(mcx, ctx, fpenv, triple) -> None:
     """`hloc.parallel` as the computations call it, reading the call's config; registered
-    before any computation is emitted, so parallel.parallel_function finds it."""
-    worker = parallel._worker(mcx)
-    create = mcx.intrinsic("pthread_create", I32, [PTR, PTR, PTR, PTR])
-    join = mcx.intrinsic("pthread_join", I32, [I64, PTR])
-    pool_task = ir.Function(mcx.module, TASK_FN_T, name="hloc.pool_task")
+    before any computation is emitted, so parallel.parallel_function finds it. Without a
+    caller's pool it calls the library's own copy of the thread runtime
+    (hloc.backend.threadpool, internal here), whose workers a destructor stops."""
+    rt = threadpool.Runtime(mcx.module, triple, mcx._decls, unique=mcx.unique, external=False)
+    if rt.pooled:
+        _destructor(mcx.module, rt.stop)
+    pool_task = ir.Function(mcx.module, TASK_FN_T, name=mcx.unique("hloc.pool_task"))
     pool_task.linkage = "internal"
     b = ir.IRBuilder(pool_task.append_basic_block("entry"))
-    tasks_t = ir.ArrayType(parallel.TASK_T, parallel.MAX_THREADS)
+    tasks_t = ir.ArrayType(threadpool.TASK_T, parallel.MAX_THREADS)
     restore = fpenv.enter(b) if fpenv else (lambda: None)
-    b.call(worker, [b.gep(pool_task.args[0], [i64(0), pool_task.args[1]], source_etype=tasks_t,
-                          inbounds=True)])
+    b.call(rt.task, [b.gep(pool_task.args[0], [i64(0), pool_task.args[1]], source_etype=tasks_t,
+                           inbounds=True)])
     restore()
     b.ret_void()
 
-    fn = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, I64]), name="hloc.parallel")
+    fn = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, I64]), name=mcx.unique("hloc.parallel"))
     fn.linkage = "internal"
     kernel, args, nwg = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     tasks = opaque(b, b.alloca(tasks_t, name="tasks"))
-    tids_t = ir.ArrayType(I64, parallel.MAX_THREADS)
-    tids = opaque(b, b.alloca(tids_t, name="tids"))
-    started_t = ir.ArrayType(I8, parallel.MAX_THREADS)
-    started = opaque(b, b.alloca(started_t, name="started"))
     cfg = b.load(ctx, typ=PTR, name="config")
     field = lambda p, k: b.gep(p, [i64(0), ir.Constant(I32, k)], source_etype=CONFIG_T,  # noqa: E731
                                inbounds=True)
-    n = b.load(field(cfg, 0), typ=I64, name="threads")
-    n = _umin(b, _umin(b, n, nwg), i64(parallel.MAX_THREADS))
+    threads = b.load(field(cfg, 0), typ=I64, name="threads")
+    n = _umin(b, _umin(b, threads, nwg), i64(parallel.MAX_THREADS))
     n = b.select(b.icmp_signed("<", n, i64(1)), i64(1), n, name="n")
 
     def task(t):
         return b.gep(tasks, [i64(0), t], source_etype=tasks_t, inbounds=True)
 
-    parallel.fill_tasks(b, task, kernel, args, nwg, n)
     pool_fn = b.load(field(cfg, 1), typ=POOL_T.as_pointer(), name="parallel_for")  # typed: the callee
     use_pool = b.and_(b.icmp_unsigned("!=", pool_fn, ir.Constant(POOL_T.as_pointer(), None)),
                       b.icmp_unsigned(">", n, i64(1)))
     with b.if_else(use_pool) as (then, other):
         with then:
+            threadpool.fill_tasks(b, task, kernel, args, nwg, n)
             b.call(pool_fn, [b.load(field(cfg, 2), typ=PTR), n, pool_task, tasks])
         with other:
-            parallel.run_on_threads(b, create, join, worker, task, n, tids, started)
+            b.call(rt.entry, [kernel, args, nwg, threads])
     b.ret_void()
     mcx._decls["hloc.parallel"] = fn
+
+
+def _destructor(module, fn) -> None:
+    """`fn` in llvm.global_dtors: run at exit or dlclose of the library."""
+    entry_t = ir.LiteralStructType([I32, PTR, PTR])
+    arr_t = ir.ArrayType(entry_t, 1)
+    g = ir.GlobalVariable(module, arr_t, name="llvm.global_dtors")
+    g.linkage = "appending"
+    g.initializer = ir.Constant(arr_t, [ir.Constant(entry_t, [ir.Constant(I32, 65535), fn,
+                                                              ir.Constant(PTR, None)])])
 
 
 def _umin(b, x, y):

@@ -87,7 +87,8 @@ _CRT = ("__extendhfsf2", "__truncsfhf2", "__truncdfhf2", "__extendhfdf2", "__tru
         "__fixsfti", "__fixdfti", "__fixunssfti", "__fixunsdfti", "__floattisf", "__floattidf",
         "__floatuntisf", "__floatuntidf", "__multi3", "__muloti4")
 SYSTEM = frozenset({*_LIBM, *(f + "f" for f in _LIBM), *_CRT, "memcpy", "memset", "memmove",
-                    "malloc", "free", "pthread_create", "pthread_join", "__tls_get_addr"})
+                    "malloc", "free", "pthread_create", "pthread_join", "syscall", "getpid",
+                    "sched_yield", "__tls_get_addr"})
 
 
 def check_symbols(obj: bytes, extra: frozenset = frozenset(), linked: str = "") -> list[str]:

@@ -27,7 +27,8 @@ Layout (one job per module):
   computation.py  one function per HLO computation; while/conditional/call in LLVM
   blas.py         large dots as cblas_?gemm calls (NumPy's bundled OpenBLAS)
   gemm.py         the emitted tiled GEMM those calls go to with Options(gemm="emitted")
-  parallel.py     work groups per kernel and the emitted pthread runtime that splits them
+  parallel.py     work groups per kernel and each module's call of the thread runtime
+  threadpool.py   the thread runtime: a persistent worker pool, compiled once per process
   profile.py      per-kernel timers of profiled code and the `--profile` report
   runtime.py      the allowlist of native symbols and the object-file check
   collective_calls.py  collectives / replica-id / partition-id as device-runtime calls

@@ -40,7 +40,7 @@ import numpy as np
 from ..diagnostics import InputError, UnsupportedError
 from ..ir.shape import parse_shape
 from ..printer import module_to_text as to_text
-from . import blas, runtime
+from . import blas, runtime, threadpool_jit
 from .buffers import ALIGN
 from .cache import ObjectCache, pack, unpack
 from .collective_calls import device_table
@@ -138,6 +138,8 @@ class Executable:
             self.lowered = lowered = lower(module, options, ahead=True)
             times["ir_gen"] = time.perf_counter() - t
             t = time.perf_counter()
+            if lowered.calls_runtime:    # the thread runtime (once per process) compiles
+                threadpool_jit.install_ahead(cache_dir)      # beside this module's LLVM
             stats = Stats()
             objs = compile_objects(lowered, options, stats=stats)
             times["llvm"] = time.perf_counter() - t
@@ -155,7 +157,7 @@ class Executable:
             meta = entry[0]
         self.cache_hit = self.lowered is None
         t = time.perf_counter()
-        self.code = load(objs, options)
+        self.code = load(objs, options, cache_dir)
         times["load"] = time.perf_counter() - t
         self.compile_s = time.perf_counter() - t0
         self.arena_bytes = meta["arena"]

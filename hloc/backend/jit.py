@@ -148,10 +148,11 @@ class Lowered:
 
 
 def _brief_names(fns: Functions, mcx) -> set:
-    """Functions whose loops all run briefly (optnone ones are left alone by the passes
-    concerned; the entry wrapper has no loop)."""
+    """Functions whose loops all run briefly (the entry wrapper and the thread runtime's
+    call, hloc.backend.parallel, have no loop)."""
     brief = {n for n, b in fns.brief.items() if b} | {ENTRY}
-    return brief | {f.name for f in mcx.module.functions if "optnone" in f.attributes}
+    wrapper = mcx._decls.get("hloc.parallel")
+    return brief | ({wrapper.name} if wrapper is not None else set())
 
 
 def _row_part(fns: Functions, members: set, brief: set) -> bool:
@@ -270,6 +271,7 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
     lowered.ahead = pending               # compiling the first `units` parts
     lowered.units = len(units)
     lowered.kernels_merged = fns.kernels.merged if fns.kernels is not None else 0
+    lowered.calls_runtime = "hloc.parallel" in mcx._decls      # the thread runtime's entry
     inplace = fns.plans[id(module.entry)].inplace
     # (out leaf, param leaf, kind, whether the output lives in the parameter's buffer)
     lowered.donated = [(j, i, kind, j in inplace) for j, i, kind in donated]
@@ -382,8 +384,13 @@ def _engine():
     return engine
 
 
-def load(objs: list[bytes], options: Options) -> NativeCode:
+def load(objs: list[bytes], options: Options, cache_dir=None) -> NativeCode:
+    """Objects into a new engine; the thread runtime first, when they call it
+    (hloc.backend.threadpool_jit, its object from the cache in `cache_dir` when there)."""
     calls = runtime.check_objects(objs)
+    if calls & runtime.THREAD_RUNTIME:
+        from . import threadpool_jit
+        threadpool_jit.install(cache_dir)
     engine = _engine()
     for obj in objs:
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))

@@ -10,33 +10,30 @@ Kernels under MIN_WORK bytes keep `nwg = 1` and are called directly: no thread i
 touched. Larger ones are cut into at most MAX_GROUPS large chunks (memory-bound loops
 gain little from more on this machine; XLA's ParallelTaskAssigner has the same shape).
 
-`hloc.parallel(kernel, args, nwg)` is emitted into every LLVM module (no Python, no
-state between calls, so the AOT library can carry the same code): it reads the module's
-`hloc_nthreads` global (set by the Executable from `os.sched_getaffinity` or
-`--threads`), starts `n - 1` pthreads, works itself too and joins the others; each
-thread takes the next work group from a shared counter (an atomic add) until none is
-left, so a thread that the OS deschedules (a machine shared with other processes) holds
-up one group, not a fixed share. Which thread computes a group never changes what it
-computes. A pthread that cannot be started leaves its groups to the others. New threads inherit the caller's
-floating-point environment (pthread_create(3)), so xla-cpu's FTZ/DAZ holds in them.
-Thread start and join cost ~10-50 us, paid only by kernels of >= MIN_WORK bytes.
-The two runtime functions are `noinline optnone` (RUNTIME_ATTRS): left to O3 they took
-more than half of LLVM's time on a one-kernel module (x*x+2x+1: 40 of 48 ms compile,
-22 ms without), for code whose cost is the pthread calls it makes.
+`hloc.parallel(kernel, args, nwg)`, a few instructions emitted into each module that splits
+a kernel, reads the module's `hloc_nthreads` global (set by the Executable from
+`os.sched_getaffinity` or `--threads`) and calls the thread runtime's entry
+`hloc_rt_parallel(kernel, args, nwg, nthreads)` (hloc.backend.threadpool: compiled once
+per process, a persistent worker pool; the module only declares it). Each thread takes
+the next work group from a shared counter (an atomic add) until none is left, so a thread
+that the OS deschedules (a machine shared with other processes) holds up one group, not
+a fixed share. Which thread computes a group never changes what it computes. Until this
+runtime, every module carried its own `noinline optnone` copy of a pthread start/join
+runtime: 2.4-3 ms of LLVM time in every parallel module, 19-45 us per call.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from .loops import for_range, i64, minor_to_major
-from .types import I8, I32, I64, PTR, itemsize, opaque
+from . import threadpool
+from .loops import minor_to_major
+from .types import I64, PTR, VOID, itemsize
 
 NTHREADS = "hloc_nthreads"
-MAX_THREADS = 64
+MAX_THREADS = threadpool.MAX_THREADS
 MIN_WORK = 1 << 20          # bytes (or weighted multiply-adds) below which a kernel runs inline
 CHUNK = 1 << 20
 MAX_GROUPS = 32
-RUNTIME_ATTRS = ("noinline", "optnone")     # LLVM's optnone requires noinline
 
 
 def _bytes(shape) -> int:
@@ -101,113 +98,22 @@ def work_groups(inst) -> int:
     return max(1, min(n0, MAX_GROUPS, work // CHUNK))
 
 
-KERNEL_T = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
-TASK_T = ir.LiteralStructType([PTR, PTR, I64, PTR])      # kernel, args, nwg, next group (i64*)
-
-
 def parallel_function(mcx) -> ir.Function:
-    """`void hloc.parallel(ptr kernel, ptr args, i64 nwg)`, emitted once per module."""
+    """`void hloc.parallel(ptr kernel, ptr args, i64 nwg)`: the module's thread count and a
+    call of the thread runtime (emitted once per module; LLVM inlines it)."""
     fn = mcx._decls.get("hloc.parallel")
     if fn is not None:
         return fn
     module = mcx.module
     nthreads = ir.GlobalVariable(module, I64, name=NTHREADS)
     nthreads.initializer = ir.Constant(I64, 1)
-    worker = _worker(mcx)
-    from . import runtime
-    runtime.require("pthread_create")
-    runtime.require("pthread_join")
-    create = mcx.intrinsic("pthread_create", I32, [PTR, PTR, PTR, PTR])
-    join = mcx.intrinsic("pthread_join", I32, [I64, PTR])
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64]), name="hloc.parallel")
+    entry = mcx.intrinsic(threadpool.ENTRY, VOID, [PTR, PTR, I64, I64])
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I64]), name=mcx.unique("hloc.parallel"))
     fn.linkage = "internal"
-    for a in RUNTIME_ATTRS:
-        fn.attributes.add(a)
     kernel, args, nwg = fn.args
     kernel.name, args.name, nwg.name = "kernel", "args", "nwg"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    tasks_t, tids_t = ir.ArrayType(TASK_T, MAX_THREADS), ir.ArrayType(I64, MAX_THREADS)
-    tasks = opaque(b, b.alloca(tasks_t, name="tasks"))
-    tids = opaque(b, b.alloca(tids_t, name="tids"))
-    started = opaque(b, b.alloca(ir.ArrayType(I8, MAX_THREADS), name="started"))
-    n = b.load(nthreads, typ=I64, name="n")
-    n = _umin(b, _umin(b, n, nwg), i64(MAX_THREADS))
-    n = b.select(b.icmp_unsigned("<", n, i64(1)), i64(1), n, name="nthreads")
-
-    def task(t):
-        return b.gep(tasks, [i64(0), t], source_etype=tasks_t, inbounds=True)
-
-    fill_tasks(b, task, kernel, args, nwg, n)
-    run_on_threads(b, create, join, worker, task, n, tids, started)
+    b.call(entry, [kernel, args, nwg, b.load(nthreads, typ=I64, name="nthreads")])
     b.ret_void()
     mcx._decls["hloc.parallel"] = fn
-    return fn
-
-
-def fill_tasks(b, task, kernel, args, nwg, n) -> None:
-    """Tasks 0..n-1 (`task(t)` their TASK_T slots) share the work groups of `kernel` on
-    `args` through one counter (a stack slot of the caller, which joins them all)."""
-    def field(p, k):
-        return b.gep(p, [i64(0), ir.Constant(I32, k)], source_etype=TASK_T, inbounds=True)
-    counter = opaque(b, b.alloca(I64, name="next_wg"))
-    b.store(i64(0), counter)
-    with for_range(b, 0, n, name="t") as t:
-        p = task(t)
-        b.store(kernel, field(p, 0))
-        b.store(args, field(p, 1))
-        b.store(nwg, field(p, 2))
-        b.store(counter, field(p, 3))
-
-
-def run_on_threads(b, create, join, worker, task, n, tids, started) -> None:
-    """Tasks 1..n-1 on new pthreads, task 0 on this one, then join; a task whose thread
-    could not start runs here. `tids` / `started`: [MAX_THREADS x i64 / i8] stack slots."""
-    tids_t, started_t = ir.ArrayType(I64, MAX_THREADS), ir.ArrayType(I8, MAX_THREADS)
-    with for_range(b, 1, n, name="s") as t:
-        tid = b.gep(tids, [i64(0), t], source_etype=tids_t, inbounds=True)
-        rc = b.call(create, [tid, ir.Constant(PTR, None), worker, task(t)])
-        ok = b.zext(b.icmp_signed("==", rc, ir.Constant(I32, 0)), I8)
-        b.store(ok, b.gep(started, [i64(0), t], source_etype=started_t, inbounds=True))
-    b.call(worker, [task(i64(0))])
-    with for_range(b, 1, n, name="j") as t:
-        ok = b.load(b.gep(started, [i64(0), t], source_etype=started_t, inbounds=True), typ=I8)
-        with b.if_else(b.icmp_unsigned("!=", ok, ir.Constant(I8, 0))) as (joined, inline):
-            with joined:
-                tid = b.load(b.gep(tids, [i64(0), t], source_etype=tids_t, inbounds=True), typ=I64)
-                b.call(join, [tid, ir.Constant(PTR, None)])
-            with inline:
-                b.call(worker, [task(t)])
-
-
-def _umin(b, x, y):
-    return b.select(b.icmp_unsigned("<", x, y), x, y)
-
-
-def _worker(mcx) -> ir.Function:
-    """`ptr hloc.worker(ptr task)`: run the task's kernel on the next work group until the
-    shared counter passes nwg."""
-    fn = ir.Function(mcx.module, ir.FunctionType(PTR, [PTR]), name="hloc.worker")
-    fn.linkage = "internal"
-    for a in RUNTIME_ATTRS:
-        fn.attributes.add(a)
-    (task,) = fn.args
-    task.name = "task"
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-
-    def load(k, ty, name):
-        return b.load(b.gep(task, [i64(0), ir.Constant(I32, k)], source_etype=TASK_T, inbounds=True),
-                      typ=ty, name=name)
-    kernel = load(0, KERNEL_T.as_pointer(), "kernel")       # a typed load: the indirect callee
-    args, nwg = load(1, PTR, "args"), load(2, I64, "nwg")
-    counter = load(3, PTR, "next_wg")
-    loop, body, done = (fn.append_basic_block(n) for n in ("take", "run", "done"))
-    b.branch(loop)
-    b.position_at_end(loop)
-    wg = b.atomic_rmw("add", counter, i64(1), "monotonic", name="wg")
-    b.cbranch(b.icmp_unsigned("<", wg, nwg), body, done)
-    b.position_at_end(body)
-    b.call(kernel, [args, wg, nwg])
-    b.branch(loop)
-    b.position_at_end(done)
-    b.ret(ir.Constant(PTR, None))
     return fn

@@ -1,19 +1,24 @@
 """The runtime table: the only native symbols compiled code may call.
 
-A fixed allowlist (libm functions, memcpy/memset, pthread_create/join for the work-group
-runtime, clock_gettime for profiled code, malloc/free, the gemm and some LAPACK routines of NumPy's bundled OpenBLAS), resolved once with ctypes —
+A fixed allowlist (libm functions, memcpy/memset, the thread runtime's entry
+`hloc_rt_parallel`, clock_gettime for profiled code, malloc/free, the gemm and some LAPACK
+routines of NumPy's bundled OpenBLAS), resolved once with ctypes —
 the C library, and `numpy.libs/libscipy_openblas64_*.so` found from NumPy's install
 directory — and registered with LLVM before any code is loaded. The library handles
 are kept (`handles()`) by every loaded module, so no code outlives what it calls. Every object file is
 checked before it is loaded: each undefined symbol it references must be on the
-allowlist (MCJIT would otherwise segfault at call time on an unresolved one). Nothing
-from a dump is ever looked up as a symbol: names come only from this table.
+allowlist (MCJIT would otherwise segfault at call time on an unresolved one). The thread
+runtime (hloc.backend.threadpool), compiled by hloc itself, is the only code that may
+also call the C library's thread and futex functions (RUNTIME_LIBC); its entries are
+registered here once it is loaded. Nothing from a dump is ever looked up as a symbol:
+names come only from this table.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 import struct
+import threading
 
 import llvmlite.binding as llvm
 
@@ -23,8 +28,7 @@ _LIBM_1 = ("exp", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "cbrt", 
            "acos", "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh")
 _LIBM_2 = ("pow", "atan2", "fmod", "hypot", "fma")
 ALLOWED = frozenset({*_LIBM_1, *_LIBM_2, *(f + "f" for f in (*_LIBM_1, *_LIBM_2)),
-                     "memcpy", "memset", "memmove", "malloc", "free", "pthread_create", "pthread_join",
-                     "clock_gettime"})
+                     "memcpy", "memset", "memmove", "malloc", "free", "clock_gettime"})
 BLAS = frozenset({"scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_",
                   "scipy_cblas_cgemm64_", "scipy_cblas_zgemm64_"})
 # Entries of the device runtime (hloc.backend.device_runtime: collectives between device
@@ -34,9 +38,14 @@ DEVICE = frozenset({"hloc_collective"})
 LAPACK = frozenset(f"scipy_{p}{r}_64_" for p in "sdcz" for r in
                    ("geqrf", "un" + "gqr" if p in "cz" else "orgqr", "heevd" if p in "cz" else "syevd",
                     "gesdd", "gesvd", "geev"))
-ALLOWED = ALLOWED | BLAS | LAPACK | DEVICE
+# The thread runtime's entries (hloc.backend.threadpool), registered by threadpool.install.
+THREAD_RUNTIME = frozenset({"hloc_rt_parallel", "hloc_rt_stop"})
+ALLOWED = ALLOWED | BLAS | LAPACK | DEVICE | THREAD_RUNTIME
+# What only the thread runtime's own object may call.
+RUNTIME_LIBC = frozenset({"pthread_create", "pthread_join", "syscall", "getpid", "sched_yield"})
 
 _resolved: dict[str, int] | None = None
+_resolving = threading.RLock()      # the thread runtime registers from a thread of its own
 
 
 def require(name: str) -> None:
@@ -97,6 +106,13 @@ def handles() -> list:
 
 def resolve_all() -> dict[str, int]:
     """Address of every allowlisted symbol, registered with LLVM (once per process)."""
+    if _resolved is None:
+        with _resolving:
+            return _resolve()
+    return _resolved
+
+
+def _resolve() -> dict[str, int]:
     global _resolved
     if _resolved is None:
         from .device_runtime import native_entries
@@ -105,7 +121,7 @@ def resolve_all() -> dict[str, int]:
             llvm.add_symbol(name, addr)
         libs = _libraries()
         _handles.extend(libs)
-        for name in sorted(ALLOWED - DEVICE):
+        for name in sorted((ALLOWED - DEVICE - THREAD_RUNTIME) | RUNTIME_LIBC):
             for lib in libs:
                 try:
                     addr = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
@@ -117,6 +133,24 @@ def resolve_all() -> dict[str, int]:
                     break
         _resolved = table
     return _resolved
+
+
+def register(name: str, addr: int) -> None:
+    """Add an entry of hloc's own thread runtime (THREAD_RUNTIME) to the table."""
+    if name not in THREAD_RUNTIME:
+        raise AssertionError(f"{name} is not an entry of the thread runtime")
+    with _resolving:            # not while another thread builds the table
+        _resolve()[name] = addr
+        llvm.add_symbol(name, addr)
+
+
+def check_runtime_object(obj: bytes) -> None:
+    """Refuse a thread-runtime object calling anything but RUNTIME_LIBC and LLVM's own."""
+    table = resolve_all()
+    bad = sorted(s for s in undefined_symbols(obj) if s not in RUNTIME_LIBC or s not in table)
+    if bad:
+        raise UnsupportedError("unsupported: the thread runtime needs native symbols outside "
+                               f"its table: {', '.join(bad)}")
 
 
 def undefined_symbols(obj: bytes) -> list[str]:
@@ -157,11 +191,12 @@ def check_object(obj: bytes) -> None:
 def check_objects(objs: list[bytes]) -> set[str]:
     """Refuse objects (the parts of one module, loaded together) that reference a symbol
     neither one of them defines nor the resolved allowlist holds; the table's symbols
-    they call."""
-    table = resolve_all()
+    they call. The thread runtime's entries pass before it is loaded
+    (hloc.backend.jit.load loads it first)."""
+    table = {s for s in resolve_all() if s not in RUNTIME_LIBC} | THREAD_RUNTIME
     defined = {s for o in objs for s in defined_symbols(o)} if len(objs) > 1 else set()
     wanted = {s for o in objs for s in undefined_symbols(o)} - defined
-    bad = sorted(wanted - set(table))
+    bad = sorted(wanted - table)
     if any(s in BLAS or s in LAPACK for s in bad):
         raise UnsupportedError("unsupported: this module's large dots or LAPACK custom-calls call "
                                f"{', '.join(sorted(s for s in bad if s in BLAS or s in LAPACK))}, "

@@ -1,0 +1,110 @@
+"""The JIT's copy of the thread runtime (hloc.backend.threadpool): once per process.
+
+`install(cache_dir)` compiles the runtime module for the host (or loads its object from
+the on-disk object cache), checks the object's undefined symbols (the C library's thread
+and futex functions only, hloc.backend.runtime.RUNTIME_LIBC), loads it into an MCJIT
+engine of its own and registers the entries with LLVM under their fixed names
+(runtime.register), before the first module that calls them is loaded
+(hloc.backend.jit.load). The engine is never freed, not even at interpreter shutdown
+(llvmlite disposes nothing then either): pool workers sleep inside its code for the
+rest of the process, so that code is never unmapped while one can run it; process exit
+ends them. A cached object is safe to load: its key holds the digest of hloc's sources
+(hloc.backend.jit.sources_digest: the runtime's code and everything that emits it), its
+spin settings, the target (triple, CPU name, features), the LLVM level and the llvmlite
+and LLVM versions, which is everything that decides the object (the cache itself refuses
+a truncated or altered entry, hloc.backend.cache), and it passes the same symbol check as
+a fresh one. A hit costs no IR generation (~3.5 ms of Python) and no code generation.
+"""
+from __future__ import annotations
+
+import threading
+
+from . import threadpool
+from .threadpool import ENTRY, STOP
+
+# LLVM's code-generation level for the runtime, which is not optimised: its loops are an
+# atomic add and an indirect call per work group, or a spin with a pause, nothing O2
+# makes faster; O2 took 60 ms of CPU to compile it here, code generation at 0 about 5.
+LEVEL = 0
+
+_lock = threading.Lock()
+_start = threading.Lock()
+_ahead = None                # the thread of install_ahead, once started
+_installed: dict = {}        # entry name -> address, once loaded
+_keep: list = []             # the engine holding the code: never freed (workers run it)
+_origin: list = []           # "compiled" or "cache"
+
+
+def install_ahead(cache_dir=None) -> None:
+    """Start `install` on a thread of its own unless it is done or under way: it then
+    compiles beside the LLVM compile of the first module that needs it (the Executable
+    starts it; its own LLVM work on llvmlite's unlocked calls, compile_threads.compile_one),
+    and `install` waits for it when that module is loaded. Not a daemon: interpreter exit waits for it rather than end it inside LLVM."""
+    global _ahead
+    with _start:
+        if _installed or _ahead is not None:
+            return
+        _ahead = threading.Thread(target=_install_quietly, args=(cache_dir,), name="hloc-runtime")
+        _ahead.start()
+
+
+def _install_quietly(cache_dir) -> None:
+    try:
+        install(cache_dir)
+    except Exception:         # noqa: BLE001  (raised again by the install the load makes)
+        pass
+
+
+def install(cache_dir=None) -> dict:
+    """Compile (or load from the object cache in `cache_dir`) and load the runtime once
+    per process; register its entries with LLVM. Their addresses by name."""
+    with _lock:
+        if _installed:
+            return _installed
+        import llvmlite
+        import llvmlite.binding as llvm
+
+        from . import compile_threads, jit, runtime
+        from .cache import ObjectCache, cache_key
+        _, cpu, feats, triple = jit.host()
+        cache = ObjectCache(cache_dir)
+        key = None if cache.directory is None else cache_key(
+            "hloc-runtime", jit.sources_digest(), triple, cpu, feats, str(LEVEL),
+            str((threadpool.CALLER_SPINS, threadpool.WORKER_SPINS, threadpool.CALLER_YIELD,
+                 threadpool.WORKER_YIELD)), llvmlite.__version__,
+            ".".join(map(str, llvm.llvm_version_info)))
+        obj = cache.get(key) if key is not None else None
+        _origin.append("compiled" if obj is None else "cache")
+        if obj is None:
+            text = threadpool.module_text(triple, str(jit.compile_machine(LEVEL).target_data))
+            with compile_threads.OPTIONS_LOCK:
+                obj = compile_threads.compile_one(text, lambda: jit.compile_machine(LEVEL), 0,
+                                                  compile_threads.available())
+            if key is not None:
+                cache.put(key, obj)
+        runtime.check_runtime_object(obj)
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), jit.target_machine(LEVEL))
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+        addrs = {name: engine.get_function_address(name) for name in (ENTRY, STOP)}
+        if not all(addrs.values()):
+            raise RuntimeError("the thread runtime's object lacks its entries")
+        _keep.append(engine)
+        for name, addr in addrs.items():
+            runtime.register(name, addr)
+        _installed.update(addrs)
+        return _installed
+
+
+def origin() -> str | None:
+    """Where this process's runtime object came from: "compiled", "cache", or None (not
+    installed)."""
+    return _origin[-1] if _installed else None
+
+
+def stop() -> None:
+    """Stop and join this process's pool workers (the next parallel call starts new ones)."""
+    import ctypes
+    addr = _installed.get(STOP)
+    if addr:
+        ctypes.CFUNCTYPE(None)(addr)()
