@@ -31,6 +31,7 @@ from llvmlite import ir
 
 from .context import KernelBuilder, ptr_arg
 from .kernels import KERNEL_TYPE, _fusion_env
+from .access_groups import parallel_accesses
 from .inplace import dus_base
 from .loops import Index, at_entry, for_range, hint_loops, i64, minor_to_major
 from . import parallel, row_hosts
@@ -46,6 +47,8 @@ ROW_BYTES = 256 << 10       # a member's row (result or operand) above this: no 
 SCRATCH_BYTES = 128 << 10   # per-row scratch on the stack, all internal members together
 MIN_BYTES = 1 << 20         # a smaller group's data stays in cache anyway: kernels as they are
 FAST_DIVIDE = True          # f32 divides by a per-row divisor: hloc.backend.row_divide
+PARALLEL_ACCESSES = True    # loops told free of loop-carried dependences: hloc.backend.access_groups
+COLD_SCALAR = True          # a row divide's exact loop (run only to redo a row) left scalar
 ANY = "any"                 # an operand read at positions the analysis does not follow
 
 
@@ -289,6 +292,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
                 if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
     ahead, ahead_k = _ahead(kb, group, ptr_of, leaves, absorbed)
+    cold = set()                   # ids of the blocks of the exact loops (redone rows)
     with for_range(b, lo, hi, name="row") as r:
         if ahead:
             ahead.begin_row(r, lo)
@@ -334,7 +338,10 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 beside = ahead.add if ahead and k == ahead_k else None
                 if beside:
                     ahead.start(r, hi)
+                start = len(fn.blocks)
                 _row_loop(kb, m.shape, rows, r, gen, target, None if total is None else total.add, beside)
+                if exact and COLD_SCALAR:
+                    cold.update(id(blk) for blk in fn.blocks[start:])
                 rd, kb.row_divide = kb.row_divide, None
                 return rd if rd is not None and rd.used else None
             if id(m) in again and fast is not None:
@@ -349,8 +356,17 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                     b.gep(ptr_of[id(leaves(s_inst)[0])], [r], source_etype=storage_type(s_inst.shape.dtype))
                 store_elem(b, s_inst.shape.dtype, total.value(), s_ptr)
     b.ret_void()
-    hint_loops(fn, _row_hints)
+    # The group's buffers never overlap where one is written (_hazard; buffers: donation
+    # placed only where no member reads the parameter, out= and AOT results checked).
+    distinct = {id(p) for p in ptr_of.values()} if PARALLEL_ACCESSES else None
+    hint_loops(fn, lambda loop: _hints(loop, distinct, cold))
     return fn
+
+
+def _hints(loop, distinct, cold) -> list:
+    hints = _row_hints(loop, id(loop.header) in cold)
+    par = parallel_accesses(loop, distinct) if distinct is not None else None
+    return hints if par is None else hints + [par]
 
 
 _NO_UNROLL = "llvm.loop.unroll.disable"
@@ -358,10 +374,11 @@ _NO_UNROLL = "llvm.loop.unroll.disable"
 # (vector, scalar remainder, scalar copy for overlapping buffers) are not unrolled.
 _KEEP_INTERLEAVE = [("llvm.loop.vectorize.followup_all",
                      [("llvm.loop.isvectorized", 1), _NO_UNROLL])]
+_SCALAR = [_NO_UNROLL, ("llvm.loop.vectorize.width", 1), ("llvm.loop.interleave.count", 1)]
 LONG_CHAIN = 8      # floating-point operations per element: a loop that computes, not streams
 
 
-def _row_hints(loop) -> list:
+def _row_hints(loop, cold: bool = False) -> list:
     """LLVM's hints for a loop of a row kernel: no partial unrolling. Every loop of a row
     runs a few thousand times at most and LLVM vectorises it, interleaved up to four
     times; unrolling on top, of the vector loop and of the scalar copy kept for when
@@ -373,7 +390,8 @@ def _row_hints(loop) -> list:
     interleave count. Any other loop only streams the row, or reduces it exactly
     (max, integer min/max): it is interleaved once (softmax: 39 -> 36 ms; run time
     unchanged with the row in cache, same bits). An outer loop (the rows) is never
-    unrolled either."""
+    unrolled either. A `cold` loop (a row divide's exact loop, run only where a row is
+    redone) is not vectorised, unless it sums (its bits are the vector loop's)."""
     if not loop.innermost:
         return [_NO_UNROLL]
     fp = 0
@@ -381,6 +399,8 @@ def _row_hints(loop) -> list:
         if "reassoc" in getattr(i, "flags", ()):
             return _KEEP_INTERLEAVE
         fp += _is_fp(i)
+    if cold:
+        return _SCALAR
     return _KEEP_INTERLEAVE if fp >= LONG_CHAIN else [_NO_UNROLL]
 
 
