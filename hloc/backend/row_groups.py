@@ -31,7 +31,6 @@ from llvmlite import ir
 
 from .context import KernelBuilder, ptr_arg
 from .kernels import KERNEL_TYPE, _fusion_env
-from .access_groups import parallel_accesses
 from .inplace import dus_base
 from .loops import Index, at_entry, for_range, hint_loops, i64, minor_to_major
 from . import parallel, row_hosts
@@ -39,7 +38,7 @@ from .parallel import kernel_work
 from .registry import ELEMENTAL
 from .row_divide import RowDivide
 from .registry import emitter as emitter_of
-from . import row_ahead
+from . import row_ahead, row_loop_hints
 from .structural import reader
 from .types import I8, itemsize, load_elem, opaque, storage_type, store_elem
 
@@ -48,7 +47,8 @@ SCRATCH_BYTES = 128 << 10   # per-row scratch on the stack, all internal members
 MIN_BYTES = 1 << 20         # a smaller group's data stays in cache anyway: kernels as they are
 FAST_DIVIDE = True          # f32 divides by a per-row divisor: hloc.backend.row_divide
 PARALLEL_ACCESSES = True    # loops told free of loop-carried dependences: hloc.backend.access_groups
-COLD_SCALAR = True          # a row divide's exact loop (run only to redo a row) left scalar
+COLD_SCALAR = True          # a row divide's exact loop (run only to redo a row) left scalar:
+#                             hloc.backend.row_loop_hints
 ANY = "any"                 # an operand read at positions the analysis does not follow
 
 
@@ -359,56 +359,8 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     # The group's buffers never overlap where one is written (_hazard; buffers: donation
     # placed only where no member reads the parameter, out= and AOT results checked).
     distinct = {id(p) for p in ptr_of.values()} if PARALLEL_ACCESSES else None
-    hint_loops(fn, lambda loop: _hints(loop, distinct, cold))
+    hint_loops(fn, lambda loop: row_loop_hints.hints(loop, distinct, cold))
     return fn
-
-
-def _hints(loop, distinct, cold) -> list:
-    hints = _row_hints(loop, id(loop.header) in cold)
-    par = parallel_accesses(loop, distinct) if distinct is not None else None
-    return hints if par is None else hints + [par]
-
-
-_NO_UNROLL = "llvm.loop.unroll.disable"
-# LLVM's vectorisation and interleave count kept; the loops the vectoriser makes of it
-# (vector, scalar remainder, scalar copy for overlapping buffers) are not unrolled.
-_KEEP_INTERLEAVE = [("llvm.loop.vectorize.followup_all",
-                     [("llvm.loop.isvectorized", 1), _NO_UNROLL])]
-_SCALAR = [_NO_UNROLL, ("llvm.loop.vectorize.width", 1), ("llvm.loop.interleave.count", 1)]
-LONG_CHAIN = 8      # floating-point operations per element: a loop that computes, not streams
-
-
-def _row_hints(loop, cold: bool = False) -> list:
-    """LLVM's hints for a loop of a row kernel: no partial unrolling. Every loop of a row
-    runs a few thousand times at most and LLVM vectorises it, interleaved up to four
-    times; unrolling on top, of the vector loop and of the scalar copy kept for when
-    buffers overlap, copied each body several more times for LLVM to optimise and emit
-    (softmax's kernel: 51 of LLVM's CPU ms, 39 without) for no measured run time.
-    An innermost loop with a reassociated reduction (its partial sums, so its bits, are
-    the vectoriser's: the same as the separate kernels') or a long chain of operations per
-    element (softmax's exp, whose latency interleaving hides) keeps the vectoriser's
-    interleave count. Any other loop only streams the row, or reduces it exactly
-    (max, integer min/max): it is interleaved once (softmax: 39 -> 36 ms; run time
-    unchanged with the row in cache, same bits). An outer loop (the rows) is never
-    unrolled either. A `cold` loop (a row divide's exact loop, run only where a row is
-    redone) is not vectorised, unless it sums (its bits are the vector loop's)."""
-    if not loop.innermost:
-        return [_NO_UNROLL]
-    fp = 0
-    for i in loop.instructions():
-        if "reassoc" in getattr(i, "flags", ()):
-            return _KEEP_INTERLEAVE
-        fp += _is_fp(i)
-    if cold:
-        return _SCALAR
-    return _KEEP_INTERLEAVE if fp >= LONG_CHAIN else [_NO_UNROLL]
-
-
-def _is_fp(inst) -> bool:
-    t = inst.type
-    t = t.element if isinstance(t, ir.VectorType) else t
-    return isinstance(t, (ir.HalfType, ir.FloatType, ir.DoubleType)) \
-        and not isinstance(inst, (ir.LoadInstr, ir.PhiInstr))
 
 
 def _row_sum_of(s, m, rows: int) -> bool:
