@@ -103,7 +103,7 @@ def test_brief_changes_the_code_and_restores_the_option():
 
 def test_brief_turns_partial_unrolling_off(monkeypatch):
     # softmax's loops (1024 columns) are unrolled partially, unless brief; as separate
-    # kernels: a row kernel's loops are never unrolled (hloc.backend.row_groups._row_hints)
+    # kernels: a row kernel's loops are never unrolled (hloc.backend.row_loop_hints.row_hints)
     monkeypatch.setattr(row_groups, "MIN_BYTES", 1 << 60)
     text = _softmax(64, 1024)
     brief = _objects(text, True)

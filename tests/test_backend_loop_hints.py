@@ -1,6 +1,6 @@
 """LLVM loop hints (hloc.backend.loops.hint_loops): which branches get a node, what the
 nodes say, that they reach LLVM through the partitioner, and that a row kernel's loops
-really are not unrolled (hloc.backend.row_groups._row_hints) with the same bits."""
+really are not unrolled (hloc.backend.row_loop_hints.row_hints) with the same bits."""
 from __future__ import annotations
 
 import re
@@ -10,7 +10,7 @@ import numpy as np
 from llvmlite import ir
 
 import hloc
-from hloc.backend import compile_module, emit_llvm, partition, row_groups
+from hloc.backend import compile_module, emit_llvm, partition, row_groups, row_loop_hints
 from hloc.backend.loops import for_range, hint_loops
 from hloc.cli_backend import prepare_for_cpu
 
@@ -78,11 +78,11 @@ def test_row_hints_keep_interleaving_where_it_decides_bits_or_hides_latency():
     seen = []
 
     def record(loop):
-        seen.append((loop.innermost, row_groups._row_hints(loop)))
+        seen.append((loop.innermost, row_loop_hints.row_hints(loop)))
         return []
     for flags in ((), ("reassoc",)):
         hint_loops(_nest(ir.Module("m"), "f", flags), record)
-    keep, once = row_groups._KEEP_INTERLEAVE, [row_groups._NO_UNROLL]
+    keep, once = row_loop_hints.KEEP_INTERLEAVE, [row_loop_hints.NO_UNROLL]
     assert seen == [(True, once), (False, once), (True, keep), (False, once)]
 
 

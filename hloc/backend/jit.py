@@ -70,7 +70,7 @@ BRIEF_LEVEL = 1
 # it is 0.5-1 ms of their optimisation), with code generation at ROW_CODEGEN_LEVEL (None:
 # the part's own level) and, with ROW_BRIEF_OPTIONS, under compile_threads.BRIEF_OPTIONS
 # where every other part may (no loop strength reduction; the row loops carry their
-# own unroll hints, hloc.backend.row_groups._row_hints). Set per part, like BRIEF_LEVEL.
+# own unroll hints, hloc.backend.row_loop_hints.row_hints). Set per part, like BRIEF_LEVEL.
 # LLVM CPU, softmax 512x8192 36-38 -> 34 ms, layernorm 4096x1024 19-20 -> 16-18; run time,
 # in cache on one thread (64x8192, 512x1024, benchmarks/row_ab.py): softmax within 0.6 %,
 # layernorm from 0.8 % slower to 5.5 % faster over five runs (identical code: 0.7 %); the

@@ -122,7 +122,8 @@ def hint_loops(fn: ir.Function, hints_of) -> int:
     emitters' loops built like it) its own `llvm.loop` node with the hints
     `hints_of(Loop)` returns: a list of LLVM loop properties, each a name
     (`"llvm.loop.unroll.disable"`), a (name, i32) pair, or a (name, [properties]) pair for
-    a followup loop's node (`"llvm.loop.vectorize.followup_all"`). Returns how many loops
+    a followup loop's node (`"llvm.loop.vectorize.followup_all"`) or a (name, metadata
+    node) pair (hloc.backend.access_groups). Returns how many loops
     were marked."""
     mod = fn.module
     n = 0
@@ -149,6 +150,8 @@ def _property(mod, h):
     if isinstance(h, str):
         return mod.add_metadata([h])
     name, v = h
+    if isinstance(v, MDValue):            # a node of its own (an access group)
+        return mod.add_metadata([name, v])
     if isinstance(v, int):
         return mod.add_metadata([name, ir.Constant(I32, v)])
     return mod.add_metadata([name] + [_property(mod, x) for x in v])

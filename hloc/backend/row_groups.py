@@ -40,7 +40,7 @@ from .registry import ELEMENTAL
 from .row_divide import RowDivide
 from .bounds import Bounds
 from .registry import emitter as emitter_of
-from . import row_ahead
+from . import row_ahead, row_loop_hints
 from .structural import reader
 from .types import I8, itemsize, opaque, storage_type, store_elem
 
@@ -48,6 +48,9 @@ ROW_BYTES = 256 << 10       # a member's row (result or operand) above this: no 
 SCRATCH_BYTES = 128 << 10   # per-row scratch on the stack, all internal members together
 MIN_BYTES = 1 << 20         # a smaller group's data stays in cache anyway: kernels as they are
 FAST_DIVIDE = True          # f32 divides by a per-row divisor: hloc.backend.row_divide
+PARALLEL_ACCESSES = True    # loops told free of loop-carried dependences: hloc.backend.access_groups
+COLD_SCALAR = True          # a row divide's exact loop (run only to redo a row) left scalar:
+#                             hloc.backend.row_loop_hints
 ANY = "any"                 # an operand read at positions the analysis does not follow
 
 
@@ -294,6 +297,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     ahead, ahead_k = _ahead(kb, group, ptr_of, leaves, absorbed)
     kb.lanes = lanes = row_vector.plan(group, mcx, bool(absorbed) or ahead is not None)
     group.vector = lanes is not None
+    cold = set()                   # ids of the blocks of the exact loops (redone rows)
     with for_range(b, lo, hi, name="row") as r:
         if ahead:
             ahead.begin_row(r, lo)
@@ -340,8 +344,11 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 beside = ahead.add if ahead and k == ahead_k else None
                 if beside:
                     ahead.start(r, hi)
+                start = len(fn.blocks)
                 _row_loop(kb, m.shape, rows, r, gen, target, None if total is None else total.add, beside,
                           lanes)
+                if exact and COLD_SCALAR:
+                    cold.update(id(blk) for blk in fn.blocks[start:])
                 rd, kb.row_divide = kb.row_divide, None
                 kb.bounds = None
                 return rd if rd is not None and rd.used else None
@@ -358,46 +365,11 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 store_elem(b, s_inst.shape.dtype, total.value(), s_ptr)
     b.ret_void()
     kb.lanes = None
-    hint_loops(fn, _row_hints)
+    # The group's buffers never overlap where one is written (_hazard; buffers: donation
+    # placed only where no member reads the parameter, out= and AOT results checked).
+    distinct = {id(p) for p in ptr_of.values()} if PARALLEL_ACCESSES else None
+    hint_loops(fn, lambda loop: row_loop_hints.hints(loop, distinct, cold))
     return fn
-
-
-_NO_UNROLL = "llvm.loop.unroll.disable"
-# LLVM's vectorisation and interleave count kept; the loops the vectoriser makes of it
-# (vector, scalar remainder, scalar copy for overlapping buffers) are not unrolled.
-_KEEP_INTERLEAVE = [("llvm.loop.vectorize.followup_all",
-                     [("llvm.loop.isvectorized", 1), _NO_UNROLL])]
-LONG_CHAIN = 8      # floating-point operations per element: a loop that computes, not streams
-
-
-def _row_hints(loop) -> list:
-    """LLVM's hints for a loop of a row kernel: no partial unrolling. Every loop of a row
-    runs a few thousand times at most and LLVM vectorises it, interleaved up to four
-    times; unrolling on top, of the vector loop and of the scalar copy kept for when
-    buffers overlap, copied each body several more times for LLVM to optimise and emit
-    (softmax's kernel: 51 of LLVM's CPU ms, 39 without) for no measured run time.
-    An innermost loop with a reassociated reduction (its partial sums, so its bits, are
-    the vectoriser's: the same as the separate kernels') or a long chain of operations per
-    element (softmax's exp, whose latency interleaving hides) keeps the vectoriser's
-    interleave count. Any other loop only streams the row, or reduces it exactly
-    (max, integer min/max): it is interleaved once (softmax: 39 -> 36 ms; run time
-    unchanged with the row in cache, same bits). An outer loop (the rows) is never
-    unrolled either."""
-    if not loop.innermost:
-        return [_NO_UNROLL]
-    fp = 0
-    for i in loop.instructions():
-        if "reassoc" in getattr(i, "flags", ()):
-            return _KEEP_INTERLEAVE
-        fp += _is_fp(i)
-    return _KEEP_INTERLEAVE if fp >= LONG_CHAIN else [_NO_UNROLL]
-
-
-def _is_fp(inst) -> bool:
-    t = inst.type
-    t = t.element if isinstance(t, ir.VectorType) else t
-    return isinstance(t, (ir.HalfType, ir.FloatType, ir.DoubleType)) \
-        and not isinstance(inst, (ir.LoadInstr, ir.PhiInstr))
 
 
 def _row_sum_of(s, m, rows: int) -> bool:
