@@ -35,7 +35,7 @@ from llvmlite import ir
 from .loops import Index, for_range, i64, linear_of, minor_to_major
 from .types import F32, I32
 
-SUM_IC = 4              # LLVM's interleave count for these sums (row_groups._row_hints)
+SUM_IC = 4              # LLVM's interleave count for these sums (row_loop_hints.row_hints)
 EPILOGUE_MIN_VF = 16    # LLVM's -epilogue-vectorization-minimum-VF: main loop's VF x IC
 ENABLED = True          # off: every row group keeps its scalar loops (A/B measurements)
 
