@@ -19,7 +19,6 @@ Not a test.
 from __future__ import annotations
 
 import argparse
-import importlib
 import statistics
 import sys
 import time
@@ -33,18 +32,7 @@ import hloc  # noqa: E402
 from hloc.backend import compile_module  # noqa: E402
 from hloc.cli_backend import prepare_for_cpu  # noqa: E402
 from run import _layernorm, _softmax  # noqa: E402  (benchmarks/run.py's modules)
-
-
-def _set(spec: str) -> dict:
-    """Apply `module.NAME=value,...` (modules under hloc.backend); the old values."""
-    old = {}
-    for kv in filter(None, spec.split(",")):
-        key, value = kv.split("=", 1)
-        mod, name = key.rsplit(".", 1)
-        m = importlib.import_module(f"hloc.backend.{mod}")
-        old[(m, name)] = getattr(m, name)
-        setattr(m, name, eval(value, {}))       # noqa: S307  (a dev tool's own argument)
-    return old
+from interleaved import _set  # noqa: E402  (module.NAME=value settings, the same syntax)
 
 
 def main(argv=None):

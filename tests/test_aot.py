@@ -463,14 +463,7 @@ def test_caller_thread_pool_runs_the_work_groups(tmp_path, cache):
     """A kernel large enough to be split goes through the caller's parallel_for, with the
     bits of the library's own pthreads and of one thread."""
     n = 1 << 21
-    module = hloc.parse(f"""HloModule fma3
-ENTRY e {{
-  x = f32[{n}] parameter(0)
-  y = f32[{n}] parameter(1)
-  z = f32[{n}] parameter(2)
-  m = f32[{n}] multiply(y, z)
-  ROOT s = f32[{n}] add(x, m)
-}}""")
+    module = _fma3(n)
     so = tmp_path / "libm.so"
     compile_library(module, str(so), header=str(tmp_path / "m.h"), name="m", cache_dir=cache)
     rng = np.random.default_rng(3)
