@@ -327,8 +327,11 @@ class Ahead:
 def _compile_all(texts, make_tm, threads, stats, slp, levels, codegen) -> list[bytes]:
     threads = max(1, min(threads, len(texts)))
     if threads == 1 or not available():
-        machine = _Machines(make_tm)
-        return [compile_one(t, lambda cg=cg: machine(cg), lv, False, stats, s)
+        # On this thread, through the unlocked calls where they exist: llvmlite's own
+        # calls hold its process-wide lock for a whole optimisation, which would stop
+        # everything else compiling at the time (the thread runtime beside a first module).
+        machine, unlocked = _Machines(make_tm), available()
+        return [compile_one(t, lambda cg=cg: machine(cg), lv, unlocked, stats, s)
                 for t, s, lv, cg in zip(texts, slp, levels, codegen)]
     order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
     out: list = [None] * len(texts)
