@@ -371,16 +371,19 @@ def compile_objects(lowered: Lowered, options: Options, threads: int | None = No
     return objs
 
 
-def _engine():
-    """An engine for objects alone. MCJIT is made with a module, which its
-    `finalize_object` would put through code generation even empty (0.5 ms of every load,
-    a cache hit's too): the empty one is taken back out, so the engine only loads and
-    relocates. Its target machine then generates nothing: a generic one for the host's
-    triple (0.02 ms, against 0.14 for one with the host's CPU and features; MCJIT takes
-    ownership of it, so one per engine)."""
+def engine_of(objs: list[bytes]):
+    """An MCJIT engine holding `objs` alone, relocated and ready. MCJIT is made with a
+    module, which its `finalize_object` would put through code generation even empty
+    (0.5 ms of every load, a cache hit's too): the empty one is taken back out, so the
+    engine only loads and relocates. Its target machine then generates nothing: a generic
+    one for the host's triple (0.02 ms, against 0.14 for one with the host's CPU and
+    features; MCJIT takes ownership of it, so one per engine)."""
     empty = llvm.parse_assembly("")
     engine = llvm.create_mcjit_compiler(empty, host()[0].create_target_machine(jit=True))
     engine.remove_module(empty)
+    for obj in objs:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
     return engine
 
 
@@ -391,10 +394,7 @@ def load(objs: list[bytes], options: Options, cache_dir=None) -> NativeCode:
     if calls & runtime.THREAD_RUNTIME:
         from . import threadpool_jit
         threadpool_jit.install(cache_dir)
-    engine = _engine()
-    for obj in objs:
-        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-    engine.finalize_object()
+    engine = engine_of(objs)
     addr = engine.get_function_address(ENTRY)
     if not addr:
         raise RuntimeError("compiled module has no entry function")

@@ -83,9 +83,7 @@ def install(cache_dir=None) -> dict:
             if key is not None:
                 cache.put(key, obj)
         runtime.check_runtime_object(obj)
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), jit.target_machine(LEVEL))
-        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        engine.finalize_object()
+        engine = jit.engine_of([obj])
         addrs = {name: engine.get_function_address(name) for name in (ENTRY, STOP)}
         if not all(addrs.values()):
             raise RuntimeError("the thread runtime's object lacks its entries")
