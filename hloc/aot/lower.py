@@ -88,22 +88,13 @@ class _FpEnv:
         self.mcx, self.arch = mcx, arch
 
     def enter(self, b):
-        mcx = self.mcx
-        if self.arch in ("x86_64", "amd64"):
-            st = mcx.intrinsic("llvm.x86.sse.stmxcsr", VOID, [PTR])
-            ld = mcx.intrinsic("llvm.x86.sse.ldmxcsr", VOID, [PTR])
-            old, new = opaque(b, b.alloca(I32)), opaque(b, b.alloca(I32))
-            b.call(st, [old])
-            b.store(b.or_(b.load(old, typ=I32), ir.Constant(I32, 0x8040)), new)   # FTZ | DAZ
-            b.call(ld, [new])
-            return lambda: b.call(ld, [old])
-        if self.arch in ("aarch64", "arm64"):
-            get = mcx.intrinsic("llvm.aarch64.get.fpcr", I64, [])
-            set_ = mcx.intrinsic("llvm.aarch64.set.fpcr", VOID, [I64])
-            old = b.call(get, [])
-            b.call(set_, [b.or_(old, i64(1 << 24))])                           # FPCR.FZ
-            return lambda: b.call(set_, [old])
-        return lambda: None
+        if self.arch not in threadpool.FPENV_ARCHS:
+            return lambda: None
+        declare = self.mcx.intrinsic
+        old = threadpool.get_fpenv(b, self.arch, declare)
+        flush = 0x8040 if self.arch in ("x86_64", "amd64") else 1 << 24     # FTZ | DAZ; FPCR.FZ
+        threadpool.set_fpenv(b, self.arch, declare, b.or_(old, i64(flush)))
+        return lambda: threadpool.set_fpenv(b, self.arch, declare, old)
 
 
 def _install_parallel(mcx, ctx, fpenv, triple) -> None:

@@ -52,6 +52,7 @@ STOP = "hloc_rt_stop"
 MAX_THREADS = 64
 SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}
 _X86 = ("x86_64", "amd64")
+FPENV_ARCHS = (*_X86, "aarch64", "arm64")      # where get_fpenv / set_fpenv know the register
 FUTEX_WAIT, FUTEX_WAKE = 128, 129       # FUTEX_WAIT / FUTEX_WAKE | FUTEX_PRIVATE_FLAG
 STOPPING = 255                          # the word's worker count that tells them to exit
 CALLER_SPINS = 1000                     # pauses (~25 ns each on this machine's x86-64)
@@ -62,6 +63,32 @@ WORKER_YIELD = 32                       # (0: never)
 KERNEL_T = ir.FunctionType(VOID, [PTR, I64, I64])       # kernel(args, wg, nwg)
 ENTRY_T = ir.FunctionType(VOID, [PTR, PTR, I64, I64])    # hloc_rt_parallel
 TASK_T = ir.LiteralStructType([PTR, PTR, I64, PTR])      # kernel, args, nwg, next group (i64*)
+
+
+def get_fpenv(b, arch: str, declare):
+    """The calling thread's floating-point control word as an i64: MXCSR on x86-64, FPCR
+    on aarch64 (`declare(name, ret, args)`: the module's declaration of an intrinsic)."""
+    if arch in _X86:
+        slot = _entry_slot(b, I32, "mxcsr")
+        b.call(declare("llvm.x86.sse.stmxcsr", VOID, [PTR]), [slot])
+        return b.zext(b.load(slot, typ=I32), I64)
+    return b.call(declare("llvm.aarch64.get.fpcr", I64, []), [])
+
+
+def set_fpenv(b, arch: str, declare, v) -> None:
+    """Load `v` (get_fpenv's form) into the calling thread's control register."""
+    if arch in _X86:
+        slot = _entry_slot(b, I32, "mxcsr")
+        b.store(b.trunc(v, I32), slot)
+        b.call(declare("llvm.x86.sse.ldmxcsr", VOID, [PTR]), [slot])
+    else:
+        b.call(declare("llvm.aarch64.set.fpcr", VOID, [I64]), [v])
+
+
+def _entry_slot(b, ty, name):
+    """A stack slot allocated in the function's entry block (not once per loop turn)."""
+    with at_entry(b, b.function):
+        return opaque(b, b.alloca(ty, name=name))
 
 
 def fill_tasks(b, task, kernel, args, nwg, n) -> None:
@@ -129,28 +156,11 @@ class Runtime:
         b.call(syscall, [i64(SYS_FUTEX[self.arch]), word, i64(op), val,
                          timeout if timeout is not None else ir.Constant(PTR, None)])
 
-    @staticmethod
-    def _slot(b, ty, name):
-        """A stack slot allocated in the function's entry block (not once per loop turn)."""
-        with at_entry(b, b.function):
-            return opaque(b, b.alloca(ty, name=name))
-
     def _get_fpenv(self, b):
-        if self.arch in _X86:
-            st = self._decl("llvm.x86.sse.stmxcsr", VOID, [PTR])
-            slot = self._slot(b, I32, "mxcsr")
-            b.call(st, [slot])
-            return b.zext(b.load(slot, typ=I32), I64)
-        return b.call(self._decl("llvm.aarch64.get.fpcr", I64, []), [])
+        return get_fpenv(b, self.arch, self._decl)
 
     def _set_fpenv(self, b, v):
-        if self.arch in _X86:
-            ld = self._decl("llvm.x86.sse.ldmxcsr", VOID, [PTR])
-            slot = self._slot(b, I32, "mxcsr")
-            b.store(b.trunc(v, I32), slot)
-            b.call(ld, [slot])
-        else:
-            b.call(self._decl("llvm.aarch64.set.fpcr", VOID, [I64]), [v])
+        set_fpenv(b, self.arch, self._decl, v)
 
     def _pause(self, b):
         if self.arch in _X86:
@@ -437,7 +447,7 @@ class Runtime:
                                         "acquire", "monotonic"), 1)
         b.cbranch(got, blk["locked"], blk["nap"])
         b.position_at_end(blk["nap"])             # a call is running: up to 100 us, again
-        ts = self._slot(b, ir.ArrayType(I64, 2), "timeout")
+        ts = _entry_slot(b, ir.ArrayType(I64, 2), "timeout")
         b.store(ir.Constant(ir.ArrayType(I64, 2), [0, 100_000]), ts)
         self._futex(b, self.lock, FUTEX_WAIT, i64(1), ts)
         b.branch(blk["lock"])
