@@ -145,7 +145,7 @@ def register(name: str, addr: int) -> None:
 
 
 def check_runtime_object(obj: bytes) -> None:
-    """Refuse a thread-runtime object calling anything but RUNTIME_LIBC and LLVM's own."""
+    """Refuse a thread-runtime object that calls anything outside RUNTIME_LIBC."""
     table = resolve_all()
     bad = sorted(s for s in undefined_symbols(obj) if s not in RUNTIME_LIBC or s not in table)
     if bad:
