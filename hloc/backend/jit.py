@@ -141,7 +141,7 @@ class Lowered:
         # per part: the level of its code generation, None: its level's
         self.codegen = list(codegen) if codegen is not None else [None] * len(self.parts)
         self.ahead = None                # compile_threads.Ahead compiling the first parts
-        self.units = 0                   # ... that many (jit.lower with ahead=True)
+        self.units = 0                   # the first `units` parts are the units' own
         self.arena = arena
         self.entry_comp = entry_comp
         self.sites = list(sites)         # profiled kernel sites (hloc.backend.profile)
@@ -247,7 +247,7 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
     mcx = ModuleContext(module.name, options, triple, str(compile_machine().target_data))
     mcx.features = feats                  # the target's, for code that depends on them
     fns = Functions(mcx, share_kernels)
-    units_, printed = [], {}              # (name, text, members, settings); texts printed
+    made, printed = [], {}                # units' (name, text, members, settings); texts printed
     planned = (ahead if units is None else units) and compile_threads.available()
     pending = compile_threads.Ahead(compile_machine) if ahead and planned else None
 
@@ -259,11 +259,10 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
         settings = slp, cheap, level, cg = unit_settings(fns, members, options)
         level = options.opt_level if level is None else level
         if pending is not None:
-            pending.submit(len(units_), text, level, slp, cheap, level if cg is None else cg)
-        units_.append((fn.name, text, members, settings))
+            pending.submit(len(made), text, level, slp, cheap, level if cg is None else cg)
+        made.append((fn.name, text, members, settings))
     if planned:
         fns.on_unit = on_unit
-    units = units_
     donated = alias_leaves(module, options.donate)
     fns.donated = (module.entry, donated)
     try:
@@ -290,15 +289,14 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
         b.call(entry, list(wrapper.args))
     b.ret_void()
     sites = mcx.profiler.sites if mcx.profiler is not None else []
-    sp, settings = part_plan(fns, options, (ENTRY,), units, printed)
-    if sp.units != len(units):            # the module could not be split after all
-        if pending is not None:
-            pending.close()
-        units, pending = [], None
+    sp, settings = part_plan(fns, options, (ENTRY,), made, printed)
+    if sp.units != len(made) and pending is not None:   # the module could not be split
+        pending.close()
+        pending = None
     lowered = Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts,
                       *([s[k] for s in settings] for k in range(4)))
     lowered.ahead = pending               # compiling the first `units` parts
-    lowered.units = len(units)
+    lowered.units = sp.units
     lowered.kernels_merged = fns.kernels.merged if fns.kernels is not None else 0
     lowered.calls_runtime = "hloc.parallel" in mcx._decls      # the thread runtime's entry
     inplace = fns.plans[id(module.entry)].inplace
