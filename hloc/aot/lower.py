@@ -59,7 +59,7 @@ def lower_library(module, options: Options, prefix: str, triple: str, data_layou
                   threads: int = 1, features: str = "") -> Lowered:
     mcx = ModuleContext(module.name, options, triple, data_layout)
     mcx.features = features
-    ctx = ir.GlobalVariable(mcx.module, PTR, name=CTX)
+    ctx = ir.GlobalVariable(mcx.module, PTR, name=mcx.fixed(CTX))
     ctx.initializer = ir.Constant(PTR, None)
     ctx.linkage = "internal"
     arch = triple.split("-")[0]
@@ -115,7 +115,7 @@ def _install_parallel(mcx, ctx, fpenv, triple) -> None:
     restore()
     b.ret_void()
 
-    fn = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, I64]), name=mcx.unique("hloc.parallel"))
+    fn = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, I64]), name=mcx.fixed("hloc.parallel"))
     fn.linkage = "internal"
     kernel, args, nwg = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))

@@ -231,7 +231,7 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
         if pending is not None:
             pending.close()               # what it has started finishes, unused
         raise
-    wrapper = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, PTR]), name=ENTRY)
+    wrapper = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, PTR]), name=mcx.fixed(ENTRY))
     for a, n in zip(wrapper.args, ("params", "outs", "temp")):
         a.name = n
     b = ir.IRBuilder(wrapper.append_basic_block("entry"))
