@@ -10,10 +10,10 @@ engine of its own and registers the entries with LLVM under their fixed names
 rest of the process, so that code is never unmapped while one can run it; process exit
 ends them. A cached object is safe to load: its key holds the digest of hloc's sources
 (hloc.backend.jit.sources_digest: the runtime's code and everything that emits it), its
-spin settings, the target (triple, CPU name, features), the LLVM level and the llvmlite
-and LLVM versions, which is everything that decides the object (the cache itself refuses
-a truncated or altered entry, hloc.backend.cache), and it passes the same symbol check as
-a fresh one. A hit costs no IR generation (~3.5 ms of Python) and no code generation.
+settings (spins, level: hloc.backend.settings.RUNTIME), the target (triple, CPU name,
+features) and the llvmlite and LLVM versions, which is everything that decides the
+object (the cache itself refuses a truncated or altered entry, hloc.backend.cache), and
+it passes the same symbol check as a fresh one. A hit costs no IR generation (~3.5 ms of Python) and no code generation.
 """
 from __future__ import annotations
 
@@ -64,14 +64,13 @@ def install(cache_dir=None) -> dict:
         import llvmlite
         import llvmlite.binding as llvm
 
-        from . import compile_threads, jit, runtime
+        from . import compile_threads, jit, runtime, settings
         from .cache import ObjectCache, cache_key
         _, cpu, feats, triple = jit.host()
         cache = ObjectCache(cache_dir)
         key = None if cache.directory is None else cache_key(
-            "hloc-runtime", jit.sources_digest(), triple, cpu, feats, str(LEVEL),
-            str((threadpool.CALLER_SPINS, threadpool.WORKER_SPINS, threadpool.CALLER_YIELD,
-                 threadpool.WORKER_YIELD)), llvmlite.__version__,
+            "hloc-runtime", jit.sources_digest(), triple, cpu, feats,
+            settings.text(settings.RUNTIME), llvmlite.__version__,
             ".".join(map(str, llvm.llvm_version_info)))
         obj = cache.get(key) if key is not None else None
         _origin.append("compiled" if obj is None else "cache")
