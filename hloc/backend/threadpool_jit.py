@@ -17,7 +17,9 @@ it passes the same symbol check as a fresh one. A hit costs no IR generation (~3
 """
 from __future__ import annotations
 
+import os
 import threading
+import time
 
 from . import threadpool
 from .threadpool import ENTRY, STOP
@@ -33,6 +35,56 @@ _ahead = None                # the thread of install_ahead, once started
 _installed: dict = {}        # entry name -> address, once loaded
 _keep: list = []             # the engine holding the code: never freed (workers run it)
 _origin: list = []           # "compiled" or "cache"
+
+
+def _before_fork() -> None:
+    """os.fork waits (bounded: the wait might be on the forking thread itself) for an
+    install under way: install_ahead's thread to its end, whoever holds `_lock` to its
+    release, and then llvmlite's own lock (any thread in a locked LLVM call, such as
+    one disposing of the install's LLVM objects). The child has none of those threads:
+    it would inherit either lock held for good and hang at its first install or LLVM call."""
+    deadline = time.monotonic() + FORK_WAIT
+    ahead = _ahead
+    if ahead is not None and ahead is not threading.current_thread():
+        ahead.join(FORK_WAIT)
+    got = _lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+    llvm_lock = _llvm_lock()
+    held = llvm_lock is not None and llvm_lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+    _fork_held.append((got, llvm_lock if held else None))
+
+
+def _after_fork_parent() -> None:
+    got, llvm_lock = _fork_held.pop()
+    if llvm_lock is not None:
+        llvm_lock.release()
+    if got:
+        _lock.release()
+
+
+def _after_fork_child() -> None:
+    """Fresh locks of our own (whatever the parent's threads held), no install thread (an
+    install the parent had not finished is made again by the child's first load), and
+    llvmlite's lock released where the fork took it."""
+    global _lock, _start, _ahead
+    _, llvm_lock = _fork_held.pop()
+    if llvm_lock is not None:
+        llvm_lock.release()
+    _lock, _start, _ahead = threading.Lock(), threading.Lock(), None
+
+
+def _llvm_lock():
+    """llvmlite's process-wide lock around its locked calls (an RLock), if this llvmlite
+    has one where 0.50 keeps it."""
+    import llvmlite.binding.ffi as ffi
+    lock = getattr(getattr(getattr(ffi, "lib", None), "_lock", None), "_lock", None)
+    return lock if hasattr(lock, "acquire") and hasattr(lock, "release") else None
+
+
+FORK_WAIT = 10.0             # seconds os.fork waits at most for an install under way
+_fork_held: list = []
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
+                        after_in_child=_after_fork_child)
 
 
 def install_ahead(cache_dir=None) -> None:
