@@ -40,6 +40,7 @@ Layout (one job per module):
   irtext.py       LLVM IR text of llvmlite functions (llvmlite's bytes, faster)
   compile_threads.py  the parts' parse/optimise/emit on threads (unlocked llvmlite calls)
   cache.py        the on-disk object cache
+  settings.py     the module-level settings that change code (held by the cache's keys)
   executable.py   Executable: NumPy arguments/results bound to the native entry
 """
 from __future__ import annotations
