@@ -155,3 +155,21 @@ def test_compile_once_call_many_api():
     for k in range(3):
         args = [np.full((4, 8), k + 1, np.float32)] * 3
         assert float(exe.run(args)) == 32 * ((k + 1) + (k + 1) ** 2)
+
+
+def test_integer_constants_one_helper():
+    """loops.i64 / loops.i32: one maker of shared integer constants (computation.py had
+    its own i32 cache): the right type and value, one object per number while cached,
+    still right past the cache's size."""
+    from llvmlite import ir
+
+    from hloc.backend import computation, loops
+    for make, width in ((loops.i64, 64), (loops.i32, 32)):
+        c = make(7)
+        assert isinstance(c.type, ir.IntType) and c.type.width == width and c.constant == 7
+        assert make(7) is c and make(np.int64(7)) is c
+        assert str(make(-3)) == f"i{width} -3"
+    assert loops.i32(5) is not loops.i64(5)
+    big = [loops.i64(k) for k in range(loops._CACHED + 10)]
+    assert [b.constant for b in big[-3:]] == [loops._CACHED + 7, loops._CACHED + 8, loops._CACHED + 9]
+    assert not hasattr(computation, "_i32") and computation.i32 is loops.i32

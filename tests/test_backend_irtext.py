@@ -93,3 +93,27 @@ def test_rare_forms_print_as_llvmlite_does():
     for v in m.globals.values():
         ours = irtext.text(v)
         assert ours == str(v), v.name
+
+
+def test_module_text_prints_as_llvmlite_does():
+    """irtext.module_text = str(module): the thread runtime's module (atomics, calls with
+    attributes, identified types where present) and a module with named and unnamed
+    metadata and a global."""
+    from hloc.backend import threadpool
+    triple = jit.host()[3]
+    m = ir.Module(name="hloc_rt")
+    m.triple, m.data_layout = triple, "e-m:e-i64:64-n8:16:32:64-S128"
+    threadpool.Runtime(m, triple, {})
+    assert irtext.module_text(m) == str(m)
+    assert threadpool.module_text(triple, m.data_layout) == str(m)
+    m = ir.Module(name='q"m')
+    st = m.context.get_identified_type("pair")
+    st.set_body(ir.IntType(32), ir.FloatType())
+    g = ir.GlobalVariable(m, st, name="g")
+    g.initializer = ir.Constant(st, [1, 2.0])
+    fn = ir.Function(m, ir.FunctionType(ir.VoidType(), []), name="f")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ret = b.ret_void()
+    ret.set_metadata("hint", m.add_metadata(["x"]))
+    m.add_named_metadata("named", m.add_metadata([ir.Constant(ir.IntType(32), 7)]))
+    assert irtext.module_text(m) == str(m)

@@ -174,6 +174,35 @@ def test_fork_child_starts_its_own_workers(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
+def test_fork_while_the_runtime_installs(tmp_path):
+    """os.fork while install_ahead's thread compiles the runtime (holding its lock): the
+    child must not inherit the lock held by a thread it does not have (it hung at its
+    first parallel compile), and parent and child both compute."""
+    r = _script("""
+        import signal, time
+        from hloc.backend import threadpool_jit
+        x = np.arange(N, dtype=np.float32)
+        want = (x + x).tobytes()
+        threadpool_jit.install_ahead(None)             # compiles: no cache directory
+        t0 = time.monotonic()
+        while not threadpool_jit._lock.locked():
+            assert not threadpool_jit._installed and time.monotonic() - t0 < 10, "no install seen"
+            time.sleep(0)
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(60)                           # a hang fails the test
+            exe = compile_module(hloc.parse(ADD), threads=2)
+            ok = exe.run([x]).tobytes() == want and threadpool_jit.origin() is not None
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        assert status == 0, status
+        exe = compile_module(hloc.parse(ADD), threads=2)
+        assert exe.run([x]).tobytes() == want
+        print("ok")
+        """, tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
 def test_exit_with_workers_alive(tmp_path):
     """Interpreter exit (normal, sys.exit, and with a daemon thread still calling) while
     pool workers are alive: no hang, no crash."""

@@ -78,7 +78,7 @@ def lower_library(module, options: Options, prefix: str, triple: str, data_layou
     module = for_codegen(module)          # as the JIT's (batch-norm, library fusions)
     glue = ModuleContext(module.name + ".glue", options, triple, data_layout)
     glue.features = features
-    ctx = ir.GlobalVariable(glue.module, PTR, name=CTX)
+    ctx = ir.GlobalVariable(glue.module, PTR, name=glue.fixed(CTX))
     ctx.initializer = ir.Constant(PTR, None)
     ctx.linkage = "internal"
     arch = triple.split("-")[0]
@@ -88,9 +88,7 @@ def lower_library(module, options: Options, prefix: str, triple: str, data_layou
     mcx.features = features
     # the code calls the glue's hloc.parallel (another part: a declaration here)
     mcx._decls["hloc.parallel"] = ir.Function(mcx.module, parallel_fn.function_type,
-                                              name=mcx.unique(parallel_fn.name))
-    if mcx._decls["hloc.parallel"].name != parallel_fn.name:
-        raise AssertionError("hloc.parallel has another name in the code module")
+                                              name=mcx.fixed(parallel_fn.name))
     fns = Functions(mcx)
     entry = fns.compile(module.entry)
     scratch = fns.arena(module.entry)
@@ -143,7 +141,7 @@ def _install_parallel(mcx, ctx, fpenv, triple) -> ir.Function:
     restore()
     b.ret_void()
 
-    fn = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, I64]), name=mcx.unique("hloc.parallel"))
+    fn = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, I64]), name=mcx.fixed("hloc.parallel"))
     kernel, args, nwg = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     tasks = opaque(b, b.alloca(tasks_t, name="tasks"))

@@ -41,6 +41,7 @@ Layout (one job per module):
   irtext.py       LLVM IR text of llvmlite functions (llvmlite's bytes, faster)
   compile_threads.py  the parts' parse/optimise/emit on threads (unlocked llvmlite calls)
   cache.py        the on-disk object cache
+  settings.py     the module-level settings that change code (held by the cache's keys)
   executable.py   Executable: NumPy arguments/results bound to the native entry
 """
 from __future__ import annotations
@@ -48,6 +49,9 @@ from __future__ import annotations
 from . import (conversions, convolution, custom_calls, elementwise, fft,  # noqa: F401
                indexing, linalg, reductions, rng, sorting, structural, windows)
 from . import global_view  # noqa: F401,E402  (sharding annotations of global-view dumps)
+# imported where the first kernel with an f32 exp is emitted otherwise (elementwise.py
+# imports it late), which put its import (~0.9 ms from source) into that compile
+from . import vmath  # noqa: F401,E402
 from ..diagnostics import UnsupportedError
 from .context import Options
 from .executable import Executable

@@ -119,7 +119,7 @@ def _complex_const(mcx, ct, t, v):
     name = f"gemm.{'one' if v else 'zero'}.{t}"
     g = mcx.module.globals.get(name)
     if g is None:
-        g = ir.GlobalVariable(mcx.module, ct, name=name)
+        g = ir.GlobalVariable(mcx.module, ct, name=mcx.fixed(name))
         g.initializer = ir.Constant(ct, [ir.Constant(t, v), ir.Constant(t, 0.0)])
         g.global_constant = True
         g.linkage = "private"

@@ -81,7 +81,7 @@ def _indices(mcx, module) -> dict[int, int]:
 def _abort_flag(mcx) -> ir.GlobalVariable:
     g = mcx.module.globals.get(ABORT)
     if g is None:
-        g = ir.GlobalVariable(mcx.module, I8, name=ABORT)
+        g = ir.GlobalVariable(mcx.module, I8, name=mcx.fixed(ABORT))
         g.initializer = ir.Constant(I8, 0)
     return g
 

@@ -21,7 +21,7 @@ from .profile import site_of
 from .context import fast_names, ptr_arg
 from .inplace import inplace_state
 from .kernels import CALLER_ARRAY_BYTES, data_parallel, emit_kernel
-from .loops import at_entry, i64
+from .loops import at_entry, i32, i64
 from .types import I1, I8, I32, I64, PTR, VOID, TypeUnsupported, opaque
 
 COMP_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR])
@@ -41,15 +41,6 @@ BRIEF_LOOPED_WORK = 64 << 10
 # (caller: alloca, bitcast, a GEP and store per pointer; kernel: a GEP and load per
 # pointer): the thresholds above and jit.SLP_MAX_INSTRUCTIONS were set in those units.
 _ARGS_ARRAY, _ARGS_ARRAY_FIXED = 4, 2
-_I32: dict[int, ir.Constant] = {}
-
-
-def _i32(k: int) -> ir.Constant:
-    """The i32 constant k (a slot of an array of pointers), made once."""
-    c = _I32.get(k)
-    if c is None:
-        c = _I32[k] = ir.Constant(I32, k)
-    return c
 
 
 class Functions:
@@ -207,7 +198,7 @@ class _Emitter:
             slot = opaque(b, b.alloca(arr_t))
         zero = i64(0)
         for k, buf in enumerate(bufs):
-            irfast.store(b, self.ptr(buf), irfast.gep(b, slot, [zero, _i32(k)], arr_t))
+            irfast.store(b, self.ptr(buf), irfast.gep(b, slot, [zero, i32(k)], arr_t))
         return slot
 
     def memcpy(self, dst, src, n: int) -> None:
@@ -421,21 +412,21 @@ class _Emitter:
             branches = list(inst.attrs["branch_computations"])
             v = b.load(self.ptr(sel_buf), typ=I32)
             n = len(branches)
-            bad = b.or_(b.icmp_signed("<", v, ir.Constant(I32, 0)), b.icmp_signed(">=", v, ir.Constant(I32, n)))
-            v = b.select(bad, ir.Constant(I32, n - 1), v)
+            bad = b.or_(b.icmp_signed("<", v, i32(0)), b.icmp_signed(">=", v, i32(n)))
+            v = b.select(bad, i32(n - 1), v)
             operands = inst.operands[1:]
         else:
             branches = [inst.attrs["true_computation"], inst.attrs["false_computation"]]
             raw = b.load(self.ptr(sel_buf), typ=I8)
-            v = b.select(b.icmp_unsigned("!=", raw, ir.Constant(I8, 0)), ir.Constant(I32, 0),
-                         ir.Constant(I32, 1))
+            v = b.select(b.icmp_unsigned("!=", raw, ir.Constant(I8, 0)), i32(0),
+                         i32(1))
             operands = inst.operands[1:]
         _ = dt
         end = b.append_basic_block(f"{inst.name}.end")
         blocks = [b.append_basic_block(f"{inst.name}.branch{k}") for k in range(len(branches))]
         sw = b.switch(v, blocks[-1])
         for k, blk in enumerate(blocks):
-            sw.add_case(ir.Constant(I32, k), blk)
+            sw.add_case(i32(k), blk)
         for k, (blk, comp) in enumerate(zip(blocks, branches)):
             b.position_at_end(blk)
             self.call_comp(comp, self.leaves(operands[k]), self.leaves(inst))

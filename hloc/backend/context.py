@@ -9,6 +9,7 @@ composed generators (`generator(inst, env)`), each instruction evaluated once pe
 from __future__ import annotations
 
 import functools
+import re
 from contextlib import contextmanager
 
 import numpy as np
@@ -67,6 +68,30 @@ class Options:
                 + (";donate=" + ",".join(map(str, self.donate)) if self.donate else ""))
 
 
+# Names hloc gives its own symbols in a module, whatever the dump holds: the entry and
+# the globals found by name after loading (jit.ENTRY, parallel.NTHREADS, profile.GLOBAL,
+# collective_calls.ABORT, aot.lower.CTX), the module's call of the thread runtime
+# (parallel.py, aot.lower), and helpers shared by the kernels that need them, found by
+# name when emitted again (the GEMM functions and constants of gemm.py / blas.py,
+# narrow_floats' tables). The runtime table's symbols (runtime.ALLOWED), the C library's
+# that the thread runtime emitted into an AOT library declares (runtime.RUNTIME_LIBC)
+# and intrinsics (llvm.*) are reserved too. A name from the dump never takes one
+# (`unique`), so it can neither collide with nor stand in for it; hloc's own code takes
+# one through `fixed`, which refuses a name not reserved here.
+RESERVED = frozenset({"hloc_entry", "hloc_nthreads", "hloc_profile", "hloc_device_abort",
+                      "hloc_aot_ctx", "hloc.parallel"})
+_RESERVED_FAMILY = re.compile(r"hloc\.(cblas|gemm)\.\w+(\.kernel)?|gemm\.(one|zero)\.\w+"
+                              r"|\w+\.(decode|bounds|codes)")
+
+
+def reserved(name: str) -> bool:
+    """Whether `name` is hloc's own (RESERVED, the families above, the runtime table's,
+    an intrinsic's)."""
+    return (name in RESERVED or name in runtime.ALLOWED or name in runtime.RUNTIME_LIBC
+            or name.startswith("llvm.")
+            or _RESERVED_FAMILY.fullmatch(name) is not None)
+
+
 class ModuleContext:
     def __init__(self, name: str, options: Options, triple: str = "", data_layout: str = ""):
         self.module = ir.Module(name=name)
@@ -85,14 +110,23 @@ class ModuleContext:
 
     def unique(self, name: str) -> str:
         base = "".join(c if c.isalnum() or c in "._" else "_" for c in name) or "f"
+        if base.startswith("llvm."):        # no suffix makes it anything but an intrinsic's
+            base = "_" + base
         out, n = base, 1
-        # never a runtime-table or intrinsic name: a kernel called `exp` (or `memcpy`)
-        # would collide with, or stand in for, the symbol of that name
-        while out in self._names or out in runtime.ALLOWED or out.startswith("llvm."):
+        # never a reserved name: a kernel called `exp` (or `memcpy`, `hloc_entry`) would
+        # collide with, or stand in for, the symbol of that name
+        while out in self._names or reserved(out):
             n += 1
             out = f"{base}.{n}"
         self._names.add(out)
         return out
+
+    @staticmethod
+    def fixed(name: str) -> str:
+        """`name`, for hloc's own symbol of that name; it must be reserved (RESERVED)."""
+        if not reserved(name):
+            raise ValueError(f"{name!r} is not a reserved name (context.RESERVED)")
+        return name
 
     def release(self) -> None:
         """Break the emitted module's reference cycles once its text is printed, so that

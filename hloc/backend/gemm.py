@@ -68,7 +68,7 @@ def gemm_function(mcx, dt) -> ir.Function:
     complex_ = dt.name in ("c64", "c128")
     s = PTR if complex_ else t
     fn = ir.Function(mcx.module, ir.FunctionType(VOID, [I32, I32, I32, I64, I64, I64, s, PTR, I64,
-                                                        PTR, I64, s, PTR, I64]), name=name)
+                                                        PTR, I64, s, PTR, I64]), name=mcx.fixed(name))
     fn.linkage = "internal"
     mcx._decls[name] = fn
     names = ("order", "ta", "tb", "m", "n", "k", "alpha", "a", "lda", "b", "ldb", "beta", "c", "ldc")
@@ -126,7 +126,7 @@ def cblas_function(mcx, dt) -> ir.Function:
         return fn
     inner = gemm_function(mcx, dt)
     ftype = inner.function_type
-    fn = ir.Function(mcx.module, ftype, name=name)
+    fn = ir.Function(mcx.module, ftype, name=mcx.fixed(name))
     fn.linkage = "internal"
     mcx._decls[name] = fn
     narrow = [I32 if a == I64 else a for a in ftype.args]
@@ -243,7 +243,7 @@ def _kernel(mcx, t, vbytes) -> ir.Function:
     fn = mcx._decls.get(name)
     if fn is not None:
         return fn
-    fn = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, I64, I64]), name=name)
+    fn = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, I64, I64]), name=mcx.fixed(name))
     fn.linkage = "internal"
     mcx._decls[name] = fn
     args, wg, nwg = fn.args

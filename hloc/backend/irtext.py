@@ -154,3 +154,16 @@ def text(value) -> str:
             buf.append("  " + "\n  ".join(map(instruction_text, blk.instructions)) + "\n")
     buf.append("}\n")
     return "".join(buf)
+
+
+def module_text(module: ir.Module) -> str:
+    """`str(module)`, its functions printed here (llvmlite's Module.__repr__: header,
+    identified types, global values, named then unnamed metadata)."""
+    lines = [f'; ModuleID = "{module.name}"', f'target triple = "{module.triple}"',
+             f'target datalayout = "{module.data_layout}"', ""]
+    lines += [t.get_declaration() for t in module.get_identified_types().values()]
+    lines += [text(v) for v in module.globals.values()]
+    lines += [f"!{k} = !{{ {', '.join(i.get_reference() for i in v.operands)} }}"
+              for k, v in module.namedmetadata.items()]
+    lines += [str(md) for md in module.metadata]
+    return "\n".join(lines)

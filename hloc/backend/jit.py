@@ -271,7 +271,7 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
         if pending is not None:
             pending.close()               # what it has started finishes, unused
         raise
-    wrapper = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, PTR]), name=ENTRY)
+    wrapper = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, PTR]), name=mcx.fixed(ENTRY))
     for a, n in zip(wrapper.args, ("params", "outs", "temp")):
         a.name = n
     b = ir.IRBuilder(wrapper.append_basic_block("entry"))
@@ -357,11 +357,14 @@ def sources_digest() -> str:
 def module_key(module_text: str, options: Options, pipeline: str) -> str:
     """The object-cache key of an HLO module: its text (before `pipeline`, the HLO passes
     that run on a miss), the options, the host and every version that decides the code —
-    so a hit needs neither the HLO passes nor LLVM IR generation."""
+    so a hit needs neither the HLO passes nor LLVM IR generation; the back end's
+    module-level settings as they are now (hloc.backend.settings), so an object compiled
+    under others is never loaded."""
+    from . import settings
     _, cpu, feats, triple = host()
     return cache_key(module_text, pipeline, options.key(), cpu, feats, triple, __version__,
                      sources_digest(), llvmlite.__version__,
-                     ".".join(map(str, llvm.llvm_version_info)))
+                     ".".join(map(str, llvm.llvm_version_info)), settings.text())
 
 
 def compile_threads_default() -> int:

@@ -21,20 +21,26 @@ ONE = ir.Constant(I64, 1)
 ZERO = ir.Constant(I64, 0)
 
 
-# i64 constants are shared values (llvmlite never changes a Constant), so each number is
-# built and its text formatted once rather than per use: ~10k uses in a large module.
-_I64: dict[int, ir.Constant] = {0: ZERO, 1: ONE}
-_I64_CACHED = 1 << 14
+# Integer constants are shared values (llvmlite never changes a Constant), so each number
+# is built and its text formatted once rather than per use: ~10k uses in a large module.
+_CACHED = 1 << 14
 
 
-def i64(v: int) -> ir.Constant:
-    v = int(v)
-    c = _I64.get(v)
-    if c is None:
-        c = ir.Constant(I64, v)
-        if len(_I64) < _I64_CACHED:
-            _I64[v] = c
-    return c
+def _constants(ty: ir.IntType, table: dict):
+    """The constant maker of `ty`: v -> ir.Constant(ty, v), the first _CACHED numbers kept."""
+    def const(v: int) -> ir.Constant:
+        v = int(v)
+        c = table.get(v)
+        if c is None:
+            c = ir.Constant(ty, v)
+            if len(table) < _CACHED:
+                table[v] = c
+        return c
+    return const
+
+
+i64 = _constants(I64, {0: ZERO, 1: ONE})
+i32 = _constants(I32, {})
 
 
 def clamp_i64(b: ir.IRBuilder, v, lo: int, hi: int):

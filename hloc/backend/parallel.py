@@ -105,10 +105,10 @@ def parallel_function(mcx) -> ir.Function:
     if fn is not None:
         return fn
     module = mcx.module
-    nthreads = ir.GlobalVariable(module, I64, name=NTHREADS)
+    nthreads = ir.GlobalVariable(module, I64, name=mcx.fixed(NTHREADS))
     nthreads.initializer = ir.Constant(I64, 1)
     entry = mcx.intrinsic(threadpool.ENTRY, VOID, [PTR, PTR, I64, I64])
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I64]), name=mcx.unique("hloc.parallel"))
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I64]), name=mcx.fixed("hloc.parallel"))
     fn.linkage = "internal"
     kernel, args, nwg = fn.args
     kernel.name, args.name, nwg.name = "kernel", "args", "nwg"

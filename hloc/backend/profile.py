@@ -83,7 +83,7 @@ class Profiler:
 
     def _global(self):
         if self._counters is None:
-            g = ir.GlobalVariable(self.mcx.module, PTR, name=GLOBAL)
+            g = ir.GlobalVariable(self.mcx.module, PTR, name=self.mcx.fixed(GLOBAL))
             g.initializer = ir.Constant(PTR, None)
             self._counters = g
         return self._counters

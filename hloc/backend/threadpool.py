@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from . import irtext
 from .loops import at_entry, for_range, i64
 from .types import I8, I32, I64, PTR, VOID, opaque
 
@@ -478,4 +479,4 @@ def module_text(triple: str, data_layout: str) -> str:
     m = ir.Module(name="hloc_rt")
     m.triple, m.data_layout = triple, data_layout
     Runtime(m, triple, {})
-    return str(m)
+    return irtext.module_text(m)        # = str(m): 1.3 of its 3.3 ms through llvmlite

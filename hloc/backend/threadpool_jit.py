@@ -10,14 +10,17 @@ engine of its own and registers the entries with LLVM under their fixed names
 rest of the process, so that code is never unmapped while one can run it; process exit
 ends them. A cached object is safe to load: its key holds the digest of hloc's sources
 (hloc.backend.jit.sources_digest: the runtime's code and everything that emits it), its
-spin settings, the target (triple, CPU name, features), the LLVM level and the llvmlite
-and LLVM versions, which is everything that decides the object (the cache itself refuses
-a truncated or altered entry, hloc.backend.cache), and it passes the same symbol check as
-a fresh one. A hit costs no IR generation (~3.5 ms of Python) and no code generation.
+settings (spins, level: hloc.backend.settings.RUNTIME), the target (triple, CPU name,
+features) and the llvmlite and LLVM versions, which is everything that decides the
+object (the cache itself refuses a truncated or altered entry, hloc.backend.cache), and
+it passes the same symbol check as a fresh one. A hit costs no IR generation (~3.5 ms of Python) and no code generation.
 """
 from __future__ import annotations
 
+import os
+import sys
 import threading
+import time
 
 from . import threadpool
 from .threadpool import ENTRY, STOP
@@ -35,6 +38,57 @@ _keep: list = []             # the engine holding the code: never freed (workers
 _origin: list = []           # "compiled" or "cache"
 
 
+def _before_fork() -> None:
+    """os.fork waits (bounded: the wait might be on the forking thread itself) for an
+    install under way: install_ahead's thread to its end, whoever holds `_lock` to its
+    release, and then llvmlite's own lock (any thread in a locked LLVM call, such as
+    one disposing of the install's LLVM objects). The child has none of those threads:
+    it would inherit either lock held for good and hang at its first install or LLVM call."""
+    deadline = time.monotonic() + FORK_WAIT
+    ahead = _ahead
+    if ahead is not None and ahead is not threading.current_thread():
+        ahead.join(FORK_WAIT)
+    got = _lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+    llvm_lock = _llvm_lock()
+    held = llvm_lock is not None and llvm_lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+    _fork_held.append((got, llvm_lock if held else None))
+
+
+def _after_fork_parent() -> None:
+    got, llvm_lock = _fork_held.pop()
+    if llvm_lock is not None:
+        llvm_lock.release()
+    if got:
+        _lock.release()
+
+
+def _after_fork_child() -> None:
+    """Fresh locks of our own (whatever the parent's threads held), no install thread (an
+    install the parent had not finished is made again by the child's first load), and
+    llvmlite's lock released where the fork took it."""
+    global _lock, _start, _ahead
+    _, llvm_lock = _fork_held.pop()
+    if llvm_lock is not None:
+        llvm_lock.release()
+    _lock, _start, _ahead = threading.Lock(), threading.Lock(), None
+
+
+def _llvm_lock():
+    """llvmlite's process-wide lock around its locked calls (an RLock), if this llvmlite
+    has one where 0.50 keeps it."""
+    import llvmlite.binding.ffi as ffi
+    lock = getattr(getattr(getattr(ffi, "lib", None), "_lock", None), "_lock", None)
+    return lock if hasattr(lock, "acquire") and hasattr(lock, "release") else None
+
+
+SWITCH_INTERVAL = 0.0002     # seconds: the GIL's switch interval while install_ahead runs
+FORK_WAIT = 10.0             # seconds os.fork waits at most for an install under way
+_fork_held: list = []
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
+                        after_in_child=_after_fork_child)
+
+
 def install_ahead(cache_dir=None) -> None:
     """Start `install` on a thread of its own unless it is done or under way: it then
     compiles beside the LLVM compile of the first module that needs it (the Executable
@@ -49,10 +103,18 @@ def install_ahead(cache_dir=None) -> None:
 
 
 def _install_quietly(cache_dir) -> None:
+    # The Python of this install (the runtime's IR, ~2.5 ms; the runtime table, ~3 ms the
+    # first time) holds the GIL while the module beside it compiles in LLVM: that thread
+    # waited up to the switch interval (5 ms) for it after each of its LLVM calls. A
+    # shorter interval while this runs (process-wide, then put back).
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(min(old, SWITCH_INTERVAL))
     try:
         install(cache_dir)
     except Exception:         # noqa: BLE001  (raised again by the install the load makes)
         pass
+    finally:
+        sys.setswitchinterval(old)
 
 
 def install(cache_dir=None) -> dict:
@@ -64,14 +126,13 @@ def install(cache_dir=None) -> dict:
         import llvmlite
         import llvmlite.binding as llvm
 
-        from . import compile_threads, jit, runtime
+        from . import compile_threads, jit, runtime, settings
         from .cache import ObjectCache, cache_key
         _, cpu, feats, triple = jit.host()
         cache = ObjectCache(cache_dir)
         key = None if cache.directory is None else cache_key(
-            "hloc-runtime", jit.sources_digest(), triple, cpu, feats, str(LEVEL),
-            str((threadpool.CALLER_SPINS, threadpool.WORKER_SPINS, threadpool.CALLER_YIELD,
-                 threadpool.WORKER_YIELD)), llvmlite.__version__,
+            "hloc-runtime", jit.sources_digest(), triple, cpu, feats,
+            settings.text(settings.RUNTIME), llvmlite.__version__,
             ".".join(map(str, llvm.llvm_version_info)))
         obj = cache.get(key) if key is not None else None
         _origin.append("compiled" if obj is None else "cache")

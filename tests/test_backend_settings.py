@@ -1,0 +1,122 @@
+"""The object cache's key holds the back end's module-level settings
+(hloc.backend.settings): a process that changes one (as the A/B tools and tests do) never
+loads an object compiled under another value, and every upper-case module-level constant
+of hloc.backend is either such a setting or listed below as one that does not change code."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+
+import hloc
+import hloc.backend
+from hloc.backend import compile_module, settings, threadpool
+
+# Constants that are not settings: symbol and metadata names, ABI and enum values, tables
+# of keys. A new upper-case constant must be put here or in settings.MODULE / RUNTIME.
+NOT_SETTINGS = {
+    "access_groups": {"GROUP", "PARALLEL"},
+    "blas": {"ROW_MAJOR", "NO_TRANS", "TRANS"},
+    "bounds": {"SIGN_CLEAR", "SIGN_CLEAR_OF_OPERANDS"},
+    "collective_calls": {"COLLECTIVE", "DEVICE_ID", "SYMBOL", "ABORT"},
+    "context": {"ELEMENTAL"},
+    "conv_gemm": {"ROW_MAJOR", "NO_TRANS", "TRANS"},
+    "device_runtime": {"ABORT", "SYMBOL"},
+    "elementwise": {"UNARY_KEYS", "BINARY_KEYS"},
+    "executable": {"ALIGN", "MAX_THREADS", "NTHREADS", "POOL"},
+    "gemm": {"ROW_MAJOR", "COL_MAJOR", "NO_TRANS", "INT_MAX"},
+    "inplace": {"DUS"},
+    "jit": {"ENTRY"},
+    "kernels": {"ELEMENTAL", "KERNEL"},
+    "parallel": {"NTHREADS"},
+    "profile": {"GLOBAL", "CLOCK_MONOTONIC"},
+    "registry": {"ELEMENTAL", "KERNEL"},
+    "row_groups": {"ELEMENTAL", "ANY"},
+    "row_loop_hints": {"NO_UNROLL"},
+    "settings": {"MODULE", "RUNTIME"},
+    "threadpool": {"ENTRY", "STOP", "FPENV_ARCHS", "FUTEX_WAIT", "FUTEX_WAKE", "STOPPING"},
+    "threadpool_jit": {"ENTRY", "STOP", "FORK_WAIT", "SWITCH_INTERVAL"},
+}
+PLAIN = (bool, int, float, str, tuple, type(None))
+
+# rows of a layernorm-like group: row_vector takes it (row_vector.ENABLED) and its part
+# compiles the lean way (jit.LEAN_ROWS); either switch changes the object
+ROWS = """HloModule rows
+add_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[512,1024] parameter(0)
+  zero = f32[] constant(0)
+  n = f32[] constant(1024)
+  nb = f32[512] broadcast(n), dimensions={}
+  s = f32[512] reduce(x, zero), dimensions={1}, to_apply=add_f
+  mean = f32[512] divide(s, nb)
+  mb = f32[512,1024] broadcast(mean), dimensions={0}
+  ROOT d = f32[512,1024] subtract(x, mb)
+}
+"""
+
+
+def test_every_constant_is_a_setting_or_known_not_to_change_code():
+    listed = {(m, n) for m, names in settings.MODULE + settings.RUNTIME for n in names}
+    seen = set()
+    for info in pkgutil.iter_modules(hloc.backend.__path__):
+        mod = importlib.import_module(f"hloc.backend.{info.name}")
+        for name, value in vars(mod).items():
+            if name.isupper() and not name.startswith("_") and isinstance(value, PLAIN):
+                seen.add((info.name, name))
+    known = {(m, n) for m, names in NOT_SETTINGS.items() for n in names}
+    assert not seen - listed - known, "unclassified: put them in settings or NOT_SETTINGS"
+    assert not listed & known
+    assert listed <= seen                     # every listed setting exists
+    assert known <= seen
+
+
+def test_key_changes_with_each_setting(monkeypatch):
+    base = settings.text()
+    for mod, names in settings.MODULE:
+        m = importlib.import_module(f"hloc.backend.{mod}")
+        for name in names:
+            old = getattr(m, name)
+            monkeypatch.setattr(m, name, (old, "other"))
+            assert settings.text() != base, f"{mod}.{name}"
+            monkeypatch.setattr(m, name, old)
+    assert settings.text() == base
+    rt = settings.text(settings.RUNTIME)
+    monkeypatch.setattr(threadpool, "WORKER_SPINS", threadpool.WORKER_SPINS + 1)
+    assert settings.text(settings.RUNTIME) != rt
+
+
+def test_cache_never_serves_an_object_of_other_settings(tmp_path, monkeypatch):
+    """Rows in explicit vector form (row_vector) or not, and compiled the lean way
+    (jit.LEAN_ROWS) or not, from one cache directory in one process: each setting
+    compiles its own object, a setting seen before hits its own, and every result is
+    right."""
+    from hloc.backend import jit, row_vector
+    from hloc.cli_backend import prepare_for_cpu
+    x = np.random.default_rng(0).standard_normal((512, 1024), np.float32)
+    want = x - x.mean(axis=1, keepdims=True)
+    objects = {}
+    for enabled, lean, hit in [(True, True, False), (False, True, False), (True, False, False),
+                               (True, True, True), (False, True, True)]:
+        monkeypatch.setattr(row_vector, "ENABLED", enabled)
+        monkeypatch.setattr(jit, "LEAN_ROWS", lean)
+        exe = compile_module(prepare_for_cpu(hloc.parse(ROWS), None), cache_dir=tmp_path)
+        assert exe.cache_hit == hit, (enabled, lean)
+        np.testing.assert_allclose(exe.run([x]), want, rtol=1e-5, atol=1e-5)
+        objects.setdefault((enabled, lean), exe.code.objects)
+        assert exe.code.objects == objects[(enabled, lean)]
+    # the settings make different code here, so a key without them would have served
+    # the first object to the second compile
+    assert objects[(True, True)] != objects[(False, True)]
+    assert objects[(True, True)] != objects[(True, False)]
+
+
+@pytest.mark.parametrize("which", [settings.MODULE, settings.RUNTIME])
+def test_text_is_stable(which):
+    assert settings.text(which) == settings.text(which)
