@@ -18,7 +18,7 @@ are followed to the instructions feeding them, or a plain op. Only in xla-cpu nu
 from __future__ import annotations
 
 from ..ops.base import SIGN_CLEAR, SIGN_CLEAR_OF_OPERANDS
-from .reductions import extremum_reduce
+from .extremum import extremum_reduce
 
 _MOVES = frozenset({"broadcast", "reshape", "transpose", "copy"})   # same values, moved
 _DEPTH = 32
