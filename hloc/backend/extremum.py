@@ -80,13 +80,15 @@ class Extremum:
     def __init__(self, kb, t, greater, lanes=None):
         self.kb, self.t, self.greater = kb, t, greater
         self.acc = _Acc(kb, self._start(t))
-        # With `lanes` (hloc.backend.row_vector): (width, k) -> accumulators of vectors,
-        # the main loop's SUM_IC and an epilogue's (row_vector.along_row)
+        # With `lanes` (hloc.backend.row_vector): width -> accumulators of vectors, one
+        # register's (wider vectors are folded into it first: fewer registers live in a
+        # loop that computes beside it) and an epilogue's (row_vector.along_row)
+        self.lanes = lanes
         self.wide = {}
         if lanes is not None:
-            for w, ways in ((lanes, row_vector.SUM_IC), (lanes // 2, 1)):
-                for k in range(ways if w >= 2 else 0):
-                    self.wide[(w, k)] = _Acc(kb, self._start(ir.VectorType(t, w)))
+            for w in (lanes, lanes // 2):
+                if w >= 2:
+                    self.wide[w] = _Acc(kb, self._start(ir.VectorType(t, w)))
 
     def _start(self, t):
         c = row_vector.const
@@ -94,7 +96,7 @@ class Extremum:
 
     def reset(self):
         self.acc.set(self._start(self.t))
-        for (w, _), a in self.wide.items():
+        for w, a in self.wide.items():
             a.set(self._start(ir.VectorType(self.t, w)))
 
     def _maxnum(self, a, x):
@@ -102,12 +104,20 @@ class Extremum:
         name = f"llvm.{'maxnum' if self.greater else 'minnum'}.{row_vector.suffix(t)}"
         return self.kb.b.call(self.kb.mcx.intrinsic(name, t, [t, t]), [a, x], fastmath=_FAST)
 
-    def add(self, x, k: int = 0):
-        """Element x, or a vector of them (the k-th of a loop iteration's)."""
+    def add(self, x):
+        """Element x, or a vector of them."""
+        b = self.kb.b
         t = x.type
-        acc = self.wide[(t.count, k)] if isinstance(t, ir.VectorType) else self.acc
+        y = x
+        if isinstance(t, ir.VectorType) and t.count > self.lanes:
+            xs = ys = row_vector.split(b, x, self.lanes)
+            while len(xs) > 1:
+                xs = [self._maxnum(xs[i], xs[i + 1]) for i in range(0, len(xs), 2)]
+                ys = [b.fadd(ys[i], ys[i + 1], flags=("reassoc",)) for i in range(0, len(ys), 2)]
+            x, y, t = xs[0], ys[0], xs[0].type
+        acc = self.wide[t.count] if isinstance(t, ir.VectorType) else self.acc
         m, flag = acc.get()
-        acc.set([self._maxnum(m, x), self.kb.b.fadd(flag, x, flags=("reassoc",))])
+        acc.set([self._maxnum(m, x), b.fadd(flag, y, flags=("reassoc",))])
 
     # along_row's reduction protocol: the accumulators carry on from loop to loop
     def after_main(self):
@@ -124,13 +134,8 @@ class Extremum:
         every accumulator."""
         b, t = self.kb.b, self.t
         m, flag = self.acc.get()
-        widths: dict = {}
-        for (w, _), a in self.wide.items():
+        for a in self.wide.values():
             vm, vf = a.get()
-            if w in widths:
-                vm, vf = self._maxnum(widths[w][0], vm), b.fadd(widths[w][1], vf, flags=("reassoc",))
-            widths[w] = (vm, vf)
-        for vm, vf in widths.values():
             vt = vm.type
             red = f"llvm.vector.reduce.{'fmax' if self.greater else 'fmin'}.{row_vector.suffix(vt)}"
             m = self._maxnum(m, b.call(self.kb.mcx.intrinsic(red, t, [vt]), [vm], fastmath=_FAST))
@@ -139,14 +144,22 @@ class Extremum:
                           flags=("reassoc",))
         return m, flag
 
-    def value(self, init, exact, also_exact=None):
-        """After the elements' loop: the reduction from `init`; `exact()` emits the exact
-        loop (in a block taken only when the fast result may be wrong, or where the i1
-        `also_exact` is true) and returns its result."""
+    def settle(self):
+        """After the loop that fed vectors: they folded into the scalar accumulators (so
+        no vector stays live past the loop) and started again."""
+        m, flag = self._fast()
+        self.acc.set([m, flag])
+        for w, a in self.wide.items():
+            a.set(self._start(ir.VectorType(self.t, w)))
+
+    def value(self, init, exact, also_exact=None, settled=False):
+        """After the elements' loop (`settled`: and settle): the reduction from `init`;
+        `exact()` emits the exact loop (in a block taken only when the fast result may be
+        wrong, or where the i1 `also_exact` is true) and returns its result."""
         from .elementwise import fmax
         kb, t = self.kb, self.t
         b = kb.b
-        m, flag = self._fast()
+        m, flag = self.acc.get() if settled else self._fast()
         special = b.fcmp_unordered("uno", flag, flag)
         # select, not or: m is poison when an element was NaN, and then `special` is true
         slow = b.select(special, ir.Constant(I1, 1), b.fcmp_ordered("==", m, ir.Constant(t, 0.0)))
@@ -187,7 +200,7 @@ class _ExactRow:
         kb.b.store(init, self.slot)
         kb.b.store(row_vector.splat(kb.b, init, kb.lanes), self.vslot)
 
-    def add(self, x, k: int = 0):
+    def add(self, x):
         from .elementwise import fmax
         b = self.kb.b
         slot = self.slot

@@ -81,7 +81,8 @@ class Ahead:
         multi[self.row_dim] = r
         ops = [self.x_read, self.init_read]
         first = b.icmp_unsigned("==", r, lo)
-        v = self.ext.value(init, lambda: exact_extremum(kb, self.m0, ops, init, multi, self.greater), first)
+        v = self.ext.value(init, lambda: exact_extremum(kb, self.m0, ops, init, multi, self.greater), first,
+                           settled=True)
         b.store(v, self.slot)
 
     def current(self, index=None):
@@ -96,9 +97,13 @@ class Ahead:
         nxt = b.add(r, i64(1), flags=("nsw", "nuw"))
         self.next_row = b.select(b.icmp_unsigned("<", nxt, hi), nxt, r, name="row.ahead")
 
-    def add(self, index, k: int = 0) -> None:
-        """In that loop, at `index` (its member's position; a vector of them, the k-th of
-        an iteration, in a vector row group): the next row's element(s)."""
+    def end(self) -> None:
+        """After that loop: the next row's accumulators settled (Extremum.settle)."""
+        self.ext.settle()
+
+    def add(self, index) -> None:
+        """In that loop, at `index` (its member's position; a vector of them in a vector
+        row group): the next row's element(s)."""
         multi = list(index.multi)
         multi[self.row_dim] = self.next_row
-        self.ext.add(self.x_read(Index(self.kb.b, self.x_shape, multi=multi, lanes=index.lanes)), k)
+        self.ext.add(self.x_read(Index(self.kb.b, self.x_shape, multi=multi, lanes=index.lanes)))

@@ -347,6 +347,8 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 start = len(fn.blocks)
                 scalar = exact and COLD_SCALAR and total is None
                 _row_loop(kb, m.shape, rows, r, gen, target, total, beside, None if scalar else lanes)
+                if beside:
+                    ahead.end()
                 if exact and COLD_SCALAR:
                     cold.update(id(blk) for blk in fn.blocks[start:])
                 rd, kb.row_divide = kb.row_divide, None

@@ -133,6 +133,15 @@ def plan(group, mcx) -> int | None:
     return lanes
 
 
+def split(b, v, lanes: int) -> list:
+    """Vector `v` in parts of `lanes` (the registers code generation splits it into)."""
+    n = v.type.count
+    if n == lanes:
+        return [v]
+    return [b.shuffle_vector(v, v, ir.Constant(ir.VectorType(I32, lanes), list(range(k, k + lanes))))
+            for k in range(0, n, lanes)]
+
+
 @contextmanager
 def vector_loop(kb, start: int, stop: int, step: int, name: str):
     """A loop over [start, stop) by `step` (start < stop: the vector loops run at least
@@ -184,16 +193,17 @@ def hoisted(kb, emit):
 
 class RowSum:
     """A sum along a row (f32/f64) carried through the loops that visit its positions:
-    with `lanes`, in the vectoriser's order (module docstring; along_row moves it from
-    the main loop's accumulators to the epilogue's and to the positions one by one),
-    else one reassociating scalar that LLVM's vectoriser splits."""
+    with `lanes`, in the vectoriser's order (module docstring: its SUM_IC accumulators of
+    `lanes` are the parts of one <SUM_IC*lanes x T>; along_row moves the sum from them to
+    the epilogue's and to the positions one by one), else one reassociating scalar that
+    LLVM's vectoriser splits."""
 
     def __init__(self, kb, init, lanes=None):
         self.kb, self.init, self.t, self.lanes = kb, init, init.type, lanes
         self.slot = kb.alloca_entry(self.t, name="rowsum")     # with lanes: the tail's
         if lanes is not None:
-            self.vt = ir.VectorType(self.t, lanes)
-            self.acc = [kb.alloca_entry(self.vt, name="vsum") for _ in range(SUM_IC)]
+            self.vt = ir.VectorType(self.t, lanes * SUM_IC)
+            self.acc = kb.alloca_entry(self.vt, name="vsum")
         self.reset()
 
     def reset(self) -> None:
@@ -202,14 +212,10 @@ class RowSum:
             b.store(self.init, self.slot)
             return
         self.epi = None
-        neg0 = const(self.vt, -0.0)
-        b.store(b.insert_element(neg0, self.init, ir.Constant(I32, 0)), self.acc[0])
-        for s in self.acc[1:]:
-            b.store(neg0, s)
+        b.store(b.insert_element(const(self.vt, -0.0), self.init, ir.Constant(I32, 0)), self.acc)
 
-    def add(self, v, k: int = 0) -> None:
-        """v (a scalar, or a vector of the main loop's k-th accumulator or the
-        epilogue's) added in."""
+    def add(self, v) -> None:
+        """v (a scalar, or a vector of the main loop's or the epilogue's) added in."""
         b = self.kb.b
         if self.lanes is None:
             flags = ("contract", "reassoc")
@@ -219,14 +225,15 @@ class RowSum:
             flags = ("contract",)
         slot = self.slot
         if isinstance(v.type, ir.VectorType):   # the epilogue's once it has started
-            slot = self.acc[k] if self.epi is None else self.epi
+            slot = self.acc if self.epi is None else self.epi
         b.store(b.fadd(b.load(slot, typ=v.type), v, flags=flags), slot)
 
     def after_main(self) -> None:
         b = self.kb.b
-        acc = b.load(self.acc[0], typ=self.vt)
-        for s in self.acc[1:]:   # no contract: an accumulator that is one product (a loop
-            acc = b.fadd(b.load(s, typ=self.vt), acc)   # run once, unrolled) is not fused
+        parts = split(b, b.load(self.acc, typ=self.vt), self.lanes)
+        acc = parts[0]
+        for p in parts[1:]:     # no contract: an accumulator that is one product (a loop
+            acc = b.fadd(p, acc)    # run once, unrolled) is not fused into this add
         b.store(_reduce(self.kb, acc, ("contract",)), self.slot)
 
     def start_epilogue(self, width: int) -> None:
@@ -244,18 +251,17 @@ class RowSum:
 
 
 def along_row(kb, n: int, body, total=None, ways: int = 1, name: str = "v") -> int:
-    """`body(c, width, k)` at the positions c of a row of `n`: a loop of `ways` vectors
-    of kb.lanes per iteration (k: which), then with a reduction `total` (RowSum, or one
+    """`body(c, width)` at the positions c of a row of `n`: a loop over vectors of `ways`
+    times kb.lanes (code generation splits them into `ways` registers, operation by
+    operation, as the vectoriser interleaves), then with a reduction `total` (RowSum, or one
     with its after_main / start_epilogue / after_epilogue) LLVM's epilogue loop
     (_epilogue_width); returns the first position left (for the caller's loop one by
     one, where `total` then carries on)."""
-    b = kb.b
     lanes = kb.lanes
     step = lanes * ways
     nv = n - n % step
     with vector_loop(kb, 0, nv, step, name) as c:
-        for k in range(ways):
-            body(c if k == 0 else b.add(c, i64(k * lanes), flags=("nsw", "nuw")), lanes, k)
+        body(c, step)
     if total is None:
         return nv
     total.after_main()
@@ -264,7 +270,7 @@ def along_row(kb, n: int, body, total=None, ways: int = 1, name: str = "v") -> i
         total.start_epilogue(half)
         ne = n - (n - nv) % half
         with vector_loop(kb, nv, ne, half, f"e{name[1:]}") as c:
-            body(c, half, 0)
+            body(c, half)
         total.after_epilogue()
         nv = ne
     return nv
@@ -280,7 +286,7 @@ def row_sum(kb, inst, gen, init, multi, minor: int):
 
 
 def along_minor(kb, shape, multi, minor: int, gen, total, ways: int) -> None:
-    """`total.add(gen(index), k)` at every position of `shape`'s minor dimension (the
+    """`total.add(gen(index))` at every position of `shape`'s minor dimension (the
     other entries of `multi` fixed): along_row's loops, then the positions left one by
     one."""
     b = kb.b
@@ -289,11 +295,11 @@ def along_minor(kb, shape, multi, minor: int, gen, total, ways: int) -> None:
     at0[minor] = i64(0)
     base = linear_of(b, shape, at0)        # the row's start, once per row
 
-    def at(c, width=None, k=0):
+    def at(c, width=None):
         m = list(multi)
         m[minor] = c
         index = Index(b, shape, multi=m, linear=b.add(base, c, flags=("nsw", "nuw")), lanes=width)
-        total.add(gen(index), k)
+        total.add(gen(index))
     nv = along_row(kb, n, at, total, ways, f"v{minor}")
     if nv < n:
         with for_range(b, nv, n, name=f"t{minor}") as c:
@@ -351,10 +357,10 @@ def reduce_takes_vectors(inst) -> bool:
 def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=None) -> None:
     """Row r of 2-D `shape` (rows major): gen over vectors of kb.lanes positions, stored
     into the buffer (row r of it) or the row scratch (`target`: (pointer, in scratch)),
-    each value added to the RowSum `total` and each position passed to `beside(index,
-    k)` (the k-th vector of an iteration); the positions after the last whole vector by
-    `scalar_loop(lo)`, one by one. With a sum or `beside`, SUM_IC vectors an iteration
-    (the vectoriser's interleaving of such loops, whose partial sums are the bits)."""
+    each value added to the RowSum `total` and each position passed to `beside(index)`;
+    the positions after the last whole vector by `scalar_loop(lo)`, one by one. With a
+    sum or `beside`, SUM_IC registers of vectors an iteration (the vectoriser's
+    interleaving of such loops, whose partial sums are the bits)."""
     from .types import storage_type, vector_store
     b = kb.b
     minor = minor_to_major(shape)[0]
@@ -363,7 +369,7 @@ def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=No
     ptr, in_scratch = target
     base = b.mul(r, i64(per_row), flags=("nsw", "nuw"))
 
-    def body(c, width, k):
+    def body(c, width):
         lin = b.add(base, c, flags=("nsw", "nuw"))
         multi = [None] * 2
         multi[minor], multi[1 - minor] = c, r
@@ -372,9 +378,9 @@ def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=No
         p = b.gep(ptr, [c if in_scratch else lin], source_etype=storage_type(shape.dtype), inbounds=True)
         vector_store(b, v, p)
         if total is not None:
-            total.add(v, k)
+            total.add(v)
         if beside is not None:
-            beside(index, k)
+            beside(index)
     ways = 1 if total is None and beside is None else SUM_IC
     nv = along_row(kb, n, body, total, ways, f"v{minor}")
     if nv < n:
@@ -387,12 +393,13 @@ def row_reader(kb, shape, slot, r, rows):
     from .types import load_elem, storage_type, vector_load
     st = storage_type(shape.dtype)
     per_row = shape.size // rows
+    minor = minor_to_major(shape)[0]
 
     def read(index):
         b = kb.b
-        off = b.sub(index.offset_in(shape), b.mul(r, i64(per_row)))
-        p = b.gep(slot, [off], source_etype=st, inbounds=True)
-        if index.lanes is not None:     # contiguous: plan
+        if index.lanes is not None:     # contiguous in the group's row layout (plan):
+            p = b.gep(slot, [index.multi[minor]], source_etype=st, inbounds=True)   # at its column
             return vector_load(b, shape.dtype, p, index.lanes)
-        return load_elem(b, shape.dtype, p)
+        off = b.sub(index.offset_in(shape), b.mul(r, i64(per_row)))
+        return load_elem(b, shape.dtype, b.gep(slot, [off], source_etype=st, inbounds=True))
     return read
