@@ -294,7 +294,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     envs = []                      # kept alive: generators are memoised by id(env)
     absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
                 if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
-    kb.lanes = lanes = row_vector.plan(group, mcx)
+    kb.lanes = lanes = row_vector.plan(group, mcx, bool(absorbed))
     group.vector = lanes is not None
     ahead, ahead_k = _ahead(kb, group, ptr_of, leaves, absorbed)
     cold = set()                   # ids of the blocks of the exact loops (redone rows)

@@ -12,19 +12,25 @@ hloc.backend.registry.takes_vectors; the others are computed once per row), ever
 two-dimensional value in it has the group's row shape and layout (so a vector of
 positions is contiguous along the row, and an operand read at the same positions is one
 vector load), and every other value is per row (rank 1 over the rows) or a scalar; any
-other group keeps its scalar loops for LLVM to vectorise.
+other group keeps its scalar loops for LLVM to vectorise. Softmax's group takes it with
+all its row devices: the row-ahead max (hloc.backend.row_ahead, Extremum on vectors), the
+sum carried beside the exp loop (RowSum), e kept in the output's row (row_hosts) and the
+row divide (row_divide, on vectors; its exact redo loop stays scalar).
 
 Sums along the row (f32/f64 add reductions) keep the partial-sum structure LLVM's
 vectoriser gives them, so the bits are the same: VF x IC accumulators (IC = SUM_IC, the
-interleave count LLVM chooses for these loops), the start value in lane 0 of the first
-and -0.0 elsewhere, after the loop acc1+acc0, +acc2, +acc3, then llvm.vector.reduce.fadd
-(reassoc: code generation's halving shuffle tree); then LLVM's epilogue loop over the
-positions left, in vectors of the full or half width (_epilogue_width; one accumulator
-starting from the total in lane 0, reduced the same way); then the positions left after
-it, one by one. The bits were checked equal to LLVM's on rows of 1024, 1000 and 80 f32
-(tests/test_backend_row_vector.py); where LLVM's cost model chooses otherwise for other
-lengths, the sums differ from its within xla-cpu numerics' reassociation, in a fixed
-order all the same. This order is fixed by the shapes, never by the thread count.
+interleave count LLVM chooses for these loops; written as one <IC*VF x T> value, which
+code generation splits into IC registers operation by operation, as the vectoriser
+interleaves), the start value in lane 0 of the first and -0.0 elsewhere, after the loop
+acc1+acc0, +acc2, +acc3, then llvm.vector.reduce.fadd (reassoc: code generation's
+halving shuffle tree); then LLVM's epilogue loop over the positions left, in vectors of
+the full or half width (_epilogue_width; one accumulator starting from the total in lane
+0, reduced the same way); then the positions left after it, one by one. The bits were
+checked equal to LLVM's on rows of 8192, 1024, 1001, 1000 and 80 f32 (softmax's and
+layernorm's sums, tests/test_backend_row_vector.py); where LLVM's cost model chooses
+otherwise for other lengths, the sums differ from its within xla-cpu numerics'
+reassociation, in a fixed order all the same. This order is fixed by the shapes, never
+by the thread count.
 """
 from __future__ import annotations
 
@@ -33,7 +39,7 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from .loops import Index, for_range, i64, linear_of, minor_to_major
-from .types import F32, I32
+from .types import F32, I32, itemsize
 
 SUM_IC = 4              # LLVM's interleave count for these sums (row_loop_hints.row_hints)
 EPILOGUE_MIN_VF = 16    # LLVM's -epilogue-vectorization-minimum-VF: main loop's VF x IC
@@ -96,8 +102,13 @@ def suffix(t) -> str:
     return "f32" if t == F32 else "f64"
 
 
-def plan(group, mcx) -> int | None:
-    """The lanes of `group`'s vector form, or None (its scalar loops)."""
+def plan(group, mcx, carries_sum: bool = False) -> int | None:
+    """The lanes of `group`'s vector form, or None (its scalar loops). `carries_sum`: a
+    member's loop also adds up the row (row_groups: softmax's sum(e) in e's loop). The
+    interleave count LLVM gives such a loop follows its register pressure: SUM_IC for
+    softmax's exp loop with AVX-512's 32 vector registers, 2 with AVX2's 16 (4 for a loop
+    that only sums); so only 64-byte vectors take such groups, and their sums keep the
+    scalar form's bits."""
     from .registry import takes_vectors
     if not ENABLED or not mcx.options.xla:
         return None
@@ -128,7 +139,8 @@ def plan(group, mcx) -> int | None:
     if shape is None or shape.dims[minor_to_major(shape)[-1]] != rows:
         return None
     lanes = width(getattr(mcx, "features", None), mcx.module.triple, shape.dtype)
-    if lanes is None or shape.dims[minor_to_major(shape)[0]] < lanes * SUM_IC:
+    if lanes is None or shape.dims[minor_to_major(shape)[0]] < lanes * SUM_IC \
+            or carries_sum and lanes * itemsize(shape.dtype) < 64:
         return None
     return lanes
 
