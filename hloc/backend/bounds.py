@@ -11,7 +11,7 @@ are followed to the instructions feeding them, or a plain op. Only in xla-cpu nu
   broadcasts, reshapes, transposes and copies.
 - `at_most_zero`: the value is <= 0. Softmax's x - max(x): a subtract of the broadcast of
   a max reduction of the same array, broadcast back along the kept dimensions (the
-  reduction's value, exact in every numerics (hloc.backend.reductions.Extremum), is at
+  reduction's value, exact in every numerics (hloc.backend.extremum.Extremum), is at
   least each of its elements, whatever its initial value; x <= m makes x - m <= 0 in
   floating point, a NaN where both are infinities of the same sign).
 """

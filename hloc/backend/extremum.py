@@ -147,6 +147,8 @@ class Extremum:
     def settle(self):
         """After the loop that fed vectors: they folded into the scalar accumulators (so
         no vector stays live past the loop) and started again."""
+        if not self.wide:
+            return
         m, flag = self._fast()
         self.acc.set([m, flag])
         for w, a in self.wide.items():
