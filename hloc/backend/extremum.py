@@ -37,7 +37,7 @@ def row_extremum(inst) -> int | None:
 
 
 def emit_row(kb, inst, ops, index, init, kept, minor):
-    """_emit_extremum's two loops in explicit vectors (hloc.backend.row_vector)."""
+    """emit's two loops in explicit vectors (hloc.backend.row_vector)."""
     shape0 = inst.operands[0].shape
     greater = float_extremum(inst)
     multi = [None] * shape0.rank
@@ -111,9 +111,10 @@ class Extremum:
         y = x
         if isinstance(t, ir.VectorType) and t.count > self.lanes:
             xs = ys = row_vector.split(b, x, self.lanes)
-            while len(xs) > 1:
-                xs = [self._maxnum(xs[i], xs[i + 1]) for i in range(0, len(xs), 2)]
-                ys = [b.fadd(ys[i], ys[i + 1], flags=("reassoc",)) for i in range(0, len(ys), 2)]
+            while len(xs) > 1:      # pairwise (an odd one out carried to the next level)
+                xs = [self._maxnum(*xs[i:i + 2]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+                ys = [b.fadd(*ys[i:i + 2], flags=("reassoc",)) if i + 1 < len(ys) else ys[i]
+                      for i in range(0, len(ys), 2)]
             x, y, t = xs[0], ys[0], xs[0].type
         acc = self.wide[t.count] if isinstance(t, ir.VectorType) else self.acc
         m, flag = acc.get()
