@@ -118,7 +118,11 @@ def configure_cpu(*, numerics: str, opt: bool | None, threads: int | None = None
 @click.option("--numerics", type=click.Choice(["xla-cpu", "ieee"]), default="xla-cpu",
               show_default=True)
 def emit_llvm_command(module, output, no_llvm_opt, hlo_opt, numerics):
-    """Print the LLVM IR hloc compiles MODULE to (one function per kernel and computation)."""
+    """Print the LLVM IR hloc compiles MODULE to (one function per kernel and computation).
+
+    The module compiles as one or more parts (LLVM modules), each optimised and
+    code-generated with its own settings; every part is printed after a comment line
+    `; hloc part K of N (part_NN): passes=... slp=... llvm-options=... codegen=...`."""
     from .backend import emit_llvm
     from .syntax import parse_module, read_text
     text = sys.stdin.read() if module == "-" else read_text(module)

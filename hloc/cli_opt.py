@@ -64,7 +64,8 @@ class OptCommand(click.Command):
 @click.option("--dump-to", type=click.Path(file_okay=False),
               help="Write XLA-named dumps (before/after optimizations, and the LLVM IR the "
                    "compiled back end makes of the result: *.ir-no-opt.ll, "
-                   "*.ir-with-opt.ll) to this directory.")
+                   "*.ir-with-opt.ll, or *.ir-no-opt.part_NN.ll ... per part of a module "
+                   "compiled in parts) to this directory.")
 @click.option("--dump-pass-re", metavar="REGEX",
               help="Also dump the module after every pass whose name matches "
                    "(--xla_dump_hlo_pass_re; '.*' dumps only passes that changed it).")
@@ -188,16 +189,21 @@ def opt(module, output, pipeline, passes, list_passes, disable_passes, enable_pa
 
 def _dump_llvm_ir(dumper, module) -> None:
     """XLA:CPU's `<module>.ir-no-opt.ll` / `.ir-with-opt.ll` (llvm_ir::DumpIrIfEnabled's
-    names; hloc has one LLVM module per HLO module): the IR `hloc emit-llvm --no-opt`
-    and `hloc emit-llvm` print for the optimised module. A module the compiled back end
-    cannot lower gets no .ll files and one line on stderr saying why."""
-    from .backend import Options, lower, optimize
+    names): the IR `hloc emit-llvm --no-opt` and `hloc emit-llvm` print for the optimised
+    module, one file per part where the compiled back end compiles it in parts
+    (`.ir-no-opt.part_00.ll` ..., as XLA names the parts of its parallel-codegen split;
+    hloc.backend.llvm_parts), each after a comment naming its settings. A module the
+    compiled back end cannot lower gets no .ll files and one line on stderr saying why."""
+    from .backend import Options, llvm_parts
     from .diagnostics import UnsupportedError
     options = Options()
     try:
-        lowered = lower(module, options)
+        parts = llvm_parts.module_parts(module, options, optimized=False)
     except UnsupportedError as e:
         click.echo(f"hloc opt: {module.name}: no LLVM IR dump: {e.message}", err=True)
         return
-    dumper.write("ir-no-opt.ll", lowered.ir_text)
-    dumper.write("ir-with-opt.ll", str(optimize(lowered.ir_text, options)))
+    for suffix, text in llvm_parts.dump_files(parts, optimized=False):
+        dumper.write(suffix, text)
+    optimised = [llvm_parts.optimised(p) for p in parts]
+    for suffix, text in llvm_parts.dump_files(optimised, optimized=True):
+        dumper.write(suffix, text)

@@ -598,3 +598,67 @@ def test_portable_cpu(cpu, tmp_path, cache):
     rc, got = CLib(tmp_path / "libg.so", "m", lib, gemm).call([a, b])
     native = compile_module(gemm, gemm="emitted").run([a, b])
     assert rc == 0 and _same_bits(native, got[0])      # same per-element fma order on any tiling
+
+
+# -- the JIT's parts and settings (hloc.backend.jit.part_plan) ------------------------------
+
+def _jit_settings(module):
+    from hloc.backend import Options, jit
+    options = Options(gemm="emitted")
+    return jit.lower(module, options).settings(options)
+
+
+def _row_module(name):
+    from test_backend_emit_llvm import LAYERNORM, SOFTMAX
+    return prepare_for_cpu(hloc.parse({"softmax": SOFTMAX, "layernorm": LAYERNORM}[name]), None)
+
+
+@pytest.mark.parametrize("name", ["softmax", "layernorm"])
+def test_row_library_compiles_the_jits_way_with_its_bits(name, tmp_path, cache):
+    module = _row_module(name)
+    path = tmp_path / "libm.so"
+    lib = compile_library(module, str(path), name="m", cache_dir=cache, threads=2)
+    from hloc.backend import compile_threads, threadpool_jit
+    row = (False, True, compile_threads.LEAN if name == "layernorm" else 3, 1)
+    assert lib.parts[:-1] == _jit_settings(module) == [row]
+    assert lib.parts[-1] == (False, True, 0, threadpool_jit.LEVEL)     # the glue
+    x = np.random.default_rng(0).standard_normal(module.entry.parameters[0].shape.dims)
+    x = x.astype(np.float32)
+    x[0, :3] = [np.nan, np.inf, -0.0]
+    x[1, :] = -np.inf
+    x[2, 5] = 3e38
+    exe = compile_module(module, gemm="emitted", threads=2, cache_dir=tmp_path / "jit")
+    ref = np.asarray(exe.run([x]))
+    clib = CLib(path, "m", lib, module)
+    for threads in (1, 2):
+        rc, (got,) = clib.call([x], threads=threads)
+        assert rc == 0 and _same_bits(ref, got), f"threads={threads}"
+
+
+@pytest.mark.parametrize("prog", ["mlp_train_step", "cnn_train_step"])
+def test_library_parts_are_the_jits(prog, tmp_path, cache):
+    """Modules the JIT compiles in parts: the library's code parts have its settings."""
+    module = _module(prog)
+    lib = compile_library(module, str(tmp_path / "libm.a"), name="m", cache_dir=cache)
+    assert len(lib.parts) >= 3 and lib.parts[:-1] == _jit_settings(module)
+    members = subprocess.run(["ar", "t", str(tmp_path / "libm.a")], capture_output=True,
+                             text=True).stdout.split() if shutil.which("ar") else None
+    assert members in (None, [f"m_{k:02d}.o" for k in range(len(lib.parts))])
+
+
+@needs_cc
+def test_object_of_a_module_in_parts_has_the_jits_bits(tmp_path, cache):
+    """`.o` output links the parts' optimised modules into one object (hloc.aot.target)."""
+    prog = "mlp_train_step"
+    ins, _ = _io(prog)
+    module = _module(prog)
+    lib = compile_library(module, str(tmp_path / "m.o"), name="m", cache_dir=cache)
+    assert len(lib.parts) >= 3
+    _cc("-shared", "-o", tmp_path / "libm.so", tmp_path / "m.o", "-lm", "-lpthread")
+    clib = CLib(tmp_path / "libm.so", "m", lib, module)
+    exe = compile_module(module, gemm="emitted", threads=2, cache_dir=tmp_path / "jit")
+    ref = flatten_leaves(exe.run(bind_arguments(module, ins)), module.entry.root.shape)
+    for threads in (1, 2):
+        rc, got = clib.call(_arg_buffers(module, ins), threads=threads)
+        assert rc == 0
+        assert all(_same_bits(e, a) for e, a in zip(ref, got)), f"threads={threads}"

@@ -2,10 +2,13 @@
 
 `compile_library(module, "libm.so", header="m.h", name="m")` writes an object file,
 static archive or shared library holding the JIT's code for `module` (hloc.aot.lower)
-and a header describing its C ABI (hloc.aot.header). Layout:
+and a header describing its C ABI (hloc.aot.header). The code compiles as the JIT
+compiles it: in the JIT's parts, each with the JIT's settings (hloc.backend.jit.part_plan),
+on every core, beside one part of glue (entry points, thread runtime); a .so or .a holds
+one object per part, a .o the parts' optimised modules linked into one. Layout:
   abi.py     argument / result leaves: names, types, dims, layout, bytes
-  lower.py   the LLVM module: JIT functions + checked C entry points + the thread runtime
-  target.py  target machines (host or cross), object emission, the undefined-symbol check
+  lower.py   the LLVM modules: JIT functions; checked C entry points + the thread runtime
+  target.py  target machines (host or cross), the parts' objects, the undefined-symbol check
   link.py    .o / .a written here, .so linked by the system C compiler
   header.py  the C header and the optional C++ wrapper class
 Large dots use the emitted GEMM (hloc.backend.gemm) unless a BLAS is given to link.
@@ -37,6 +40,9 @@ class Library:
     args: list = field(default_factory=list)
     results: list = field(default_factory=list)
     undefined: list = field(default_factory=list)
+    # per part compiled (the code's as the JIT's, then the glue): (SLP on, brief LLVM
+    # options, level, code-generation level), hloc.backend.jit.Lowered.settings' form
+    parts: list = field(default_factory=list)
 
 
 def _prefix(name: str | None, path: str) -> str:
@@ -66,7 +72,7 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
     from .header import header_text
     from .link import link_shared, write_archive
     from .lower import lower_library
-    from .target import Target, check_symbols
+    from .target import Target, check_symbols, undefined_symbols
 
     kind = os.path.splitext(path)[1]
     if kind not in (".o", ".a", ".so"):
@@ -83,20 +89,20 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
     options = Options(numerics, opt_level, gemm=interface)
     low = lower_library(module, options, prefix, target.triple, target.data_layout, threads,
                         target.features)
-    obj = _object(low.ir_text, options, target, cache_dir, prefix, low.exports)
+    texts, settings = _parts(low, options)
+    objs = _objects(texts, settings, options, target, cache_dir, low, kind == ".o")
     extra = {"blas": frozenset(_SCIPY_GEMM), "cblas": frozenset(_CBLAS)}.get(interface, frozenset())
     libs = [os.path.abspath(p) for p in (blas, lapack) if p]
     if lapack:
-        from ..backend import runtime
-        extra = extra | (frozenset(runtime.undefined_symbols(obj)) - frozenset({"hloc_aot_ctx"}))
-    undefined = check_symbols(obj, extra)
+        extra = extra | (frozenset(undefined_symbols(objs)) - frozenset({"hloc_aot_ctx"}))
+    undefined = check_symbols(objs, extra)
     if kind == ".o":
         with open(path, "wb") as f:
-            f.write(obj)
+            f.write(objs[0])
     elif kind == ".a":
-        write_archive(path, obj, prefix + ".o", [f"{prefix}_run", f"{prefix}_run_with"])
+        write_archive(path, objs, prefix)
     else:
-        link_shared(path, obj, libs, cc=cc, soname=os.path.basename(path))
+        link_shared(path, objs, libs, cc=cc, soname=os.path.basename(path))
     if header:
         note = ""
         if libs:
@@ -104,23 +110,51 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
         with open(header, "w") as f:
             f.write(header_text(low, module.name, source or "MODULE", target, cpp_class, note))
     return Library(path, header, prefix, target.triple, target.cpu, low.scratch, low.args,
-                   low.results, undefined)
+                   low.results, undefined, settings)
 
 
-def _object(ir_text: str, options, target, cache_dir, prefix, exports) -> bytes:
+def _parts(low, options):
+    """The library's parts and their settings: the code's as the JIT compiles it
+    (hloc.backend.jit.part_plan, the entry computation kept external for the glue), then
+    the glue, mostly the thread runtime, as the JIT compiles that (no passes, code
+    generation at hloc.backend.threadpool_jit.LEVEL; its checks and calls gain nothing
+    from more), in the same options phase as the code's last part (no phase of its own)."""
+    from ..backend import jit, threadpool_jit
+    sp, settings = jit.part_plan(low.fns, options, roots=(low.entry.name,))
+    low.ir_text = sp.text + "\n" + low.glue
+    settings = [(slp, brief, options.opt_level if lv is None else lv,
+                 (options.opt_level if lv is None else lv) if cg is None else cg)
+                for slp, brief, lv, cg in settings]
+    glue = (False, settings[-1][1], 0, threadpool_jit.LEVEL)
+    return sp.parts + [low.glue], settings + [glue]
+
+
+def _objects(texts, settings, options, target, cache_dir, low, linked: bool) -> list[bytes]:
+    """The parts' objects (hloc.aot.target), or with `linked` the one object of them all,
+    from the object cache when there."""
     import llvmlite
     import llvmlite.binding as llvm
 
     from .. import __version__
-    from ..backend.cache import ObjectCache, cache_key
+    from ..backend.cache import ObjectCache, cache_key, pack, unpack
+    from ..backend.jit import compile_threads_default, sources_digest
     cache = ObjectCache(cache_dir)
-    key = cache_key("aot", prefix, ir_text, options.key(), target.triple, target.cpu, target.features,
-                    __version__, llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)))
-    obj = cache.get(key)
-    if obj is None:
-        obj = target.emit_object(ir_text, options, prefix, exports)
-        cache.put(key, obj)
-    return obj
+    key = cache_key("aot", low.prefix, *texts, repr(settings), str(linked), options.key(),
+                    target.triple, target.cpu, target.features, __version__, sources_digest(),
+                    llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)))
+    got = unpack(cache.get(key) or b"")
+    if got is not None and isinstance(got[0].get("objects"), list):
+        sizes, blob = got[0]["objects"], got[1]
+        if sum(sizes) == len(blob):
+            starts = [sum(sizes[:k]) for k in range(len(sizes))]
+            return [blob[a:a + n] for a, n in zip(starts, sizes)]
+    if linked:
+        objs = [target.linked_object(texts, settings, options, low.prefix, low.defined)]
+    else:
+        objs = target.objects(texts, settings, options, low.prefix, low.defined,
+                              compile_threads_default())
+    cache.put(key, pack({"objects": [len(o) for o in objs]}, b"".join(objs)))
+    return objs
 
 
 def _blas_interface(path: str, target) -> str:

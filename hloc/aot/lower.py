@@ -1,7 +1,11 @@
-"""An HLO module as the LLVM module of a library: the JIT's code plus a C entry point.
+"""An HLO module as the LLVM modules of a library: the JIT's code plus a C entry point.
 
-Every computation and kernel function comes from the JIT's emitters unchanged
-(hloc.backend.computation.Functions); what differs from hloc.backend.jit.lower:
+Two LLVM modules: the *code* (every computation and kernel function, from the JIT's
+emitters unchanged, hloc.backend.computation.Functions), which hloc.aot compiles in the
+JIT's parts with the JIT's settings (hloc.backend.jit.part_plan), and the *glue* (what
+follows, one part of its own), which calls the entry computation and which the code
+calls for its work groups (`hloc.parallel`, external). What differs from
+hloc.backend.jit.lower:
 
 * the entry points `int PREFIX_run(args, results, scratch)` and
   `int PREFIX_run_with(args, results, scratch, const PREFIX_config*)`, which check what
@@ -48,37 +52,60 @@ SCRATCH_ALIGN = 64
 
 
 class Lowered:
-    def __init__(self, ir_text, scratch, args, results, prefix, threads):
-        self.ir_text, self.scratch = ir_text, scratch
+    def __init__(self, fns, entry, glue, glue_module, scratch, args, results, prefix, threads):
+        self.fns = fns                  # the code (hloc.backend.jit.part_plan plans its parts)
+        self.entry = entry              # its entry computation's function, which glue calls
+        self.glue = glue                # the glue module's text
+        self.ir_text = glue             # hloc.aot adds the code's, printed for its parts
+        self.scratch = scratch
         self.args, self.results = args, results
         self.prefix, self.threads = prefix, threads
         self.exports = (f"{prefix}_run", f"{prefix}_run_with")
+        # every function and global either module defines, which the library names
+        # `PREFIX.name`, hidden, but the exports (hloc.aot.target)
+        self.defined = (_defined(fns.mcx.module) | _defined(glue_module)) - set(self.exports)
+
+
+def _defined(module: ir.Module) -> set:
+    return {g.name for g in module.global_values
+            if not (isinstance(g, ir.Function) and g.is_declaration)
+            and not g.name.startswith("llvm.")}
 
 
 def lower_library(module, options: Options, prefix: str, triple: str, data_layout: str,
                   threads: int = 1, features: str = "") -> Lowered:
-    mcx = ModuleContext(module.name, options, triple, data_layout)
-    mcx.features = features
-    ctx = ir.GlobalVariable(mcx.module, PTR, name=CTX)
+    from ..backend.expand import for_codegen
+    module = for_codegen(module)          # as the JIT's (batch-norm, library fusions)
+    glue = ModuleContext(module.name + ".glue", options, triple, data_layout)
+    glue.features = features
+    ctx = ir.GlobalVariable(glue.module, PTR, name=CTX)
     ctx.initializer = ir.Constant(PTR, None)
     ctx.linkage = "internal"
     arch = triple.split("-")[0]
-    fpenv = _FpEnv(mcx, arch) if options.xla else None
-    _install_parallel(mcx, ctx, fpenv, triple)
+    fpenv = _FpEnv(glue, arch) if options.xla else None
+    parallel_fn = _install_parallel(glue, ctx, fpenv, triple)
+    mcx = ModuleContext(module.name, options, triple, data_layout)
+    mcx.features = features
+    # the code calls the glue's hloc.parallel (another part: a declaration here)
+    mcx._decls["hloc.parallel"] = ir.Function(mcx.module, parallel_fn.function_type,
+                                              name=mcx.unique(parallel_fn.name))
+    if mcx._decls["hloc.parallel"].name != parallel_fn.name:
+        raise AssertionError("hloc.parallel has another name in the code module")
     fns = Functions(mcx)
     entry = fns.compile(module.entry)
     scratch = fns.arena(module.entry)
     args, results = argument_leaves(module.entry), result_leaves(module.entry)
-    run_with = _run_with(mcx, prefix, entry, ctx, fpenv, args, results, scratch, threads)
-    run = ir.Function(mcx.module, ir.FunctionType(I32, [PTR, PTR, PTR]), name=f"{prefix}_run")
+    callee = ir.Function(glue.module, entry.function_type, name=entry.name)
+    run_with = _run_with(glue, prefix, callee, ctx, fpenv, args, results, scratch, threads)
+    run = ir.Function(glue.module, ir.FunctionType(I32, [PTR, PTR, PTR]), name=f"{prefix}_run")
     b = ir.IRBuilder(run.append_basic_block("entry"))
     b.ret(b.call(run_with, [*run.args, ir.Constant(PTR, None)]))
-    text = str(mcx.module)
+    text = str(glue.module)
     decl = f"@\"{CTX}\" = internal global ptr null"
     if text.count(decl) != 1:
         raise AssertionError("thread-local config pointer not found in the module text")
     text = text.replace(decl, f"@\"{CTX}\" = internal thread_local global ptr null")
-    return Lowered(text, scratch, args, results, prefix, threads)
+    return Lowered(fns, entry, text, glue.module, scratch, args, results, prefix, threads)
 
 
 class _FpEnv:
@@ -97,9 +124,10 @@ class _FpEnv:
         return lambda: threadpool.set_fpenv(b, self.arch, declare, old)
 
 
-def _install_parallel(mcx, ctx, fpenv, triple) -> None:
-    """`hloc.parallel` as the computations call it, reading the call's config; registered
-    before any computation is emitted, so parallel.parallel_function finds it. Without a
+def _install_parallel(mcx, ctx, fpenv, triple) -> ir.Function:
+    """`hloc.parallel` as the computations call it, reading the call's config (external:
+    the code, in other parts, declares it before any computation is emitted, so
+    parallel.parallel_function finds it). Without a
     caller's pool it calls the library's own copy of the thread runtime
     (hloc.backend.threadpool, internal here), whose workers a destructor stops."""
     rt = threadpool.Runtime(mcx.module, triple, mcx._decls, unique=mcx.unique, external=False)
@@ -116,7 +144,6 @@ def _install_parallel(mcx, ctx, fpenv, triple) -> None:
     b.ret_void()
 
     fn = ir.Function(mcx.module, ir.FunctionType(VOID, [PTR, PTR, I64]), name=mcx.unique("hloc.parallel"))
-    fn.linkage = "internal"
     kernel, args, nwg = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     tasks = opaque(b, b.alloca(tasks_t, name="tasks"))
@@ -140,7 +167,7 @@ def _install_parallel(mcx, ctx, fpenv, triple) -> None:
         with other:
             b.call(rt.entry, [kernel, args, nwg, threads])
     b.ret_void()
-    mcx._decls["hloc.parallel"] = fn
+    return fn
 
 
 def _destructor(module, fn) -> None:

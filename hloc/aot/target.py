@@ -1,4 +1,9 @@
-"""Target machines for library output, object emission and the symbol check.
+"""Target machines for library output, the parts' objects and the symbol check.
+
+The parts compile as the JIT's do (hloc.backend.compile_threads.compile_all with each
+part's settings), with this target's machines; every name the library defines but its two
+entry points becomes `PREFIX.name`, hidden, in every part, so parts meet and libraries
+never clash.
 
 The host target uses the JIT's CPU name and features unless told otherwise (so the
 library runs the same vector code as `hloc run --backend cpu`); another triple needs
@@ -52,22 +57,61 @@ class Target:
     def data_layout(self) -> str:
         return str(self.machine().target_data)
 
-    def emit_object(self, ir_text: str, options: Options, prefix: str, exports=()) -> bytes:
-        """Optimise as the JIT does and emit. Functions other than `exports` keep external
-        linkage (so LLVM optimises them exactly as in the JIT's module, where they are
-        external too) but become hidden and `prefix.`-named: two libraries never clash."""
-        mod = llvm.parse_assembly(ir_text)
-        mod.verify()
-        for f in mod.functions:
-            if not f.is_declaration and f.name not in exports and f.linkage == llvm.Linkage.external:
-                f.visibility = "hidden"
-                f.name = f"{prefix}.{f.name}"
-        tm = self.machine(options.opt_level)
-        with compile_threads.OPTIONS_LOCK:  # hloc's default LLVM options, as in the JIT
-            if options.opt_level > 0:       # the JIT's pipeline (hloc.backend.jit.optimize)
-                pb = compile_threads.pass_builder(tm, options.opt_level)
-                pb.getModulePassManager().run(mod, pb)
-            return tm.emit_object(mod)
+    def objects(self, texts, settings, options: Options, prefix: str, defined=(),
+                threads: int = 1) -> list[bytes]:
+        """The object of each part, compiled as the JIT compiles its parts
+        (compile_threads.compile_all: each part's settings, hloc.backend.jit.Lowered.settings'
+        form, the parts on `threads` threads) with this target's machines."""
+        slp, brief, levels, codegen = zip(*settings)
+        return compile_threads.compile_all(list(texts), self.machine, options.opt_level, threads,
+                                           None, slp, brief, levels, codegen,
+                                           _renamer(prefix, defined))
+
+    def linked_object(self, texts, settings, options: Options, prefix: str, defined=()) -> bytes:
+        """One object of every part (an object file holds one module): each part parsed and
+        optimised with its settings, the optimised modules linked into one, code-generated
+        once, at the highest of the parts' code-generation levels, under
+        compile_threads.BRIEF_OPTIONS only where every part compiles under them."""
+        rename = _renamer(prefix, defined)
+        lock = compile_threads.OPTIONS_LOCK
+        mods = []
+        for text, (slp, brief, level, cg) in zip(texts, settings):
+            lock.acquire(compile_threads.BRIEF_OPTIONS if brief else compile_threads.DEFAULT_OPTIONS)
+            try:
+                mod = llvm.parse_assembly(text)
+                mod.verify()
+                rename(mod)
+                if level != 0:
+                    mpm, pb = compile_threads.module_passes(self.machine(cg), level, slp)
+                    mpm.run(mod, pb)
+            finally:
+                lock.release()
+            mods.append(mod)
+        for mod in mods[1:]:
+            mods[0].link_in(mod)
+        brief = all(s[1] for s in settings)
+        lock.acquire(compile_threads.BRIEF_OPTIONS if brief else compile_threads.DEFAULT_OPTIONS)
+        try:
+            return self.machine(max(s[3] for s in settings)).emit_object(mods[0])
+        finally:
+            lock.release()
+
+
+def _renamer(prefix: str, defined):
+    """Names `defined` in a part (definitions and the other parts' declarations) become
+    `prefix.name`, hidden where not internal: two libraries never clash, and the parts
+    still meet (exports keep their names). External linkage is kept, so LLVM optimises
+    them as in the JIT's module, where they are external too."""
+    defined = frozenset(defined)
+    local = (llvm.Linkage.internal, llvm.Linkage.private)
+
+    def rename(mod) -> None:
+        for v in [*mod.functions, *mod.global_variables]:
+            if v.name in defined:
+                if v.linkage not in local:
+                    v.visibility = "hidden"
+                v.name = f"{prefix}.{v.name}"
+    return rename
 
 
 # What a self-contained library may leave to libc, libm and libpthread (and the TLS helper):
@@ -91,11 +135,18 @@ SYSTEM = frozenset({*_LIBM, *(f + "f" for f in _LIBM), *_CRT, "memcpy", "memset"
                     "sched_yield", "__tls_get_addr"})
 
 
-def check_symbols(obj: bytes, extra: frozenset = frozenset(), linked: str = "") -> list[str]:
-    """The object's undefined symbols; refuse any outside libc/libm/libpthread and `extra`
-    (what a library given with --blas/--lapack provides)."""
+def undefined_symbols(objs: list[bytes]) -> list[str]:
+    """What the objects of one library reference and none of them defines."""
+    defined = {s for o in objs for s in runtime.defined_symbols(o)}
+    return sorted({s for o in objs for s in runtime.undefined_symbols(o)} - defined)
+
+
+def check_symbols(objs: list[bytes], extra: frozenset = frozenset(), linked: str = "") -> list[str]:
+    """The undefined symbols of the objects (of one library) that none of them defines;
+    refuse any outside libc/libm/libpthread and `extra` (what a library given with
+    --blas/--lapack provides)."""
     try:
-        undefined = runtime.undefined_symbols(obj)
+        undefined = undefined_symbols(objs)
     except ValueError:
         raise UnsupportedError("unsupported: the undefined-symbol check reads ELF64 little-endian "
                                "objects only; this target's object is not one") from None

@@ -37,6 +37,7 @@ Layout (one job per module):
   expand.py       expansions XLA:CPU always applies (batch-norm), on a clone, before lowering
   jit.py          lowering, new-PM optimisation, object emission, MCJIT loading
   partition.py    a large LLVM module as parts that compile independently
+  llvm_parts.py   those parts printed with their settings (`hloc emit-llvm`, opt's .ll dumps)
   irtext.py       LLVM IR text of llvmlite functions (llvmlite's bytes, faster)
   compile_threads.py  the parts' parse/optimise/emit on threads (unlocked llvmlite calls)
   cache.py        the on-disk object cache
@@ -80,9 +81,9 @@ def compile_module(module, *, numerics: str = "xla-cpu", cache_dir=None,
 
 def emit_llvm(module, *, numerics: str = "xla-cpu", optimized: bool = True,
               opt_level: int = 3) -> str:
-    """The LLVM IR of `module`: after LLVM's passes (what runs) or before them."""
-    options = Options(numerics, opt_level)
-    lowered = lower(module, options)
-    if not optimized:
-        return lowered.ir_text
-    return str(optimize(lowered.ir_text, options))
+    """The LLVM IR of `module` as the JIT compiles it: every part (hloc.backend.jit.part_plan)
+    after a header comment naming its settings, after its own passes (what runs) or before
+    them (hloc.backend.llvm_parts; `llvm_parts.read` takes the text apart again)."""
+    from . import llvm_parts
+    return llvm_parts.text(llvm_parts.module_parts(module, Options(numerics, opt_level),
+                                                   optimized))

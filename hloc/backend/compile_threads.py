@@ -162,17 +162,36 @@ class Stats:
         return now
 
 
+def optimised_text(ir_text: str, tm, opt_level: int, slp: bool = True,
+                   brief: bool = False) -> str:
+    """The IR of one part after its passes: `compile_one`'s optimisation, under the part's
+    options (BRIEF_OPTIONS where `brief`), printed (what `compile_one` emits code from)."""
+    OPTIONS_LOCK.acquire(BRIEF_OPTIONS if brief else DEFAULT_OPTIONS)
+    try:
+        mod = llvm.parse_assembly(ir_text)
+        mod.verify()
+        if opt_level != 0:
+            mpm, pb = module_passes(tm, opt_level, slp)
+            mpm.run(mod, pb)
+        return str(mod)
+    finally:
+        OPTIONS_LOCK.release()
+
+
 def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=None,
-                slp: bool = True) -> bytes:
-    """Object code of one module: parse, verify, optimise at `opt_level` (SLP per `slp`),
-    emit with the target machine `make_tm()` (called once, for both: a target machine
-    serves one thread for many modules, one after another)."""
+                slp: bool = True, prepare=None) -> bytes:
+    """Object code of one module: parse, verify, `prepare(module)` where given (the AOT
+    library's symbol names), optimise at `opt_level` (SLP per `slp`), emit with the
+    target machine `make_tm()` (called once, for both: a target machine serves one
+    thread for many modules, one after another)."""
     stats = stats or Stats()
     tm = make_tm()
     t = time.perf_counter()
     if not unlocked:
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
+        if prepare is not None:
+            prepare(mod)
         t = stats.add("parse", t)
         if opt_level != 0:
             mpm, pb = module_passes(tm, opt_level, slp)
@@ -191,6 +210,8 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
         with ffi.OutputString() as err:
             if _VERIFY(mod, err):
                 raise RuntimeError(str(err))
+        if prepare is not None:
+            prepare(mod)
         t = stats.add("parse", t)
         if opt_level != 0:
             mpm, pb = module_passes(tm, opt_level, slp)
@@ -213,14 +234,15 @@ def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=Non
 def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
                 stats: Stats | None = None, slp: list[bool] | None = None,
                 brief: list[bool] | None = None, levels: list[int] | None = None,
-                codegen: list[int] | None = None) -> list[bytes]:
+                codegen: list[int] | None = None, prepare=None) -> list[bytes]:
     """The objects of `texts`, in order, compiled on up to `threads` threads (largest
     first, each thread taking the next when done; `make_tm(level)`: a target machine
     whose code generation runs at `level`, made once per thread and level; `slp`: per
     text, SLP on or off, default on; `brief`: per text, whether it compiles with
     BRIEF_OPTIONS, default not; `levels`: per text, the level of both its optimiser and
     its code generation, default `opt_level`; `codegen`: per text, the level of its code
-    generation where not its level's). Objects do not depend on `threads`."""
+    generation where not its level's; `prepare`: compile_one's). Objects do not depend
+    on `threads`."""
     n = len(texts)
     slp = list(slp) if slp is not None else [True] * n
     brief = list(brief) if brief is not None else [False] * n
@@ -235,7 +257,7 @@ def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
         try:
             objs = _compile_all([texts[k] for k in ks], make_tm, threads, stats,
                                 [slp[k] for k in ks], [levels[k] for k in ks],
-                                [codegen[k] for k in ks])
+                                [codegen[k] for k in ks], prepare)
         finally:
             OPTIONS_LOCK.release()
         for k, obj in zip(ks, objs):
@@ -328,14 +350,15 @@ class Ahead:
         return dict(self._done)
 
 
-def _compile_all(texts, make_tm, threads, stats, slp, levels, codegen) -> list[bytes]:
+def _compile_all(texts, make_tm, threads, stats, slp, levels, codegen,
+                 prepare=None) -> list[bytes]:
     threads = max(1, min(threads, len(texts)))
     if threads == 1 or not available():
         # On this thread, through the unlocked calls where they exist: llvmlite's own
         # calls hold its process-wide lock for a whole optimisation, which would stop
         # everything else compiling at the time (the thread runtime beside a first module).
         machine, unlocked = _Machines(make_tm), available()
-        return [compile_one(t, lambda cg=cg: machine(cg), lv, unlocked, stats, s)
+        return [compile_one(t, lambda cg=cg: machine(cg), lv, unlocked, stats, s, prepare)
                 for t, s, lv, cg in zip(texts, slp, levels, codegen)]
     order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
     out: list = [None] * len(texts)
@@ -351,7 +374,8 @@ def _compile_all(texts, make_tm, threads, stats, slp, levels, codegen) -> list[b
                 k = order.pop(0)
             try:
                 lv, cg = levels[k], codegen[k]
-                out[k] = compile_one(texts[k], lambda: machine(cg), lv, True, stats, slp[k])
+                out[k] = compile_one(texts[k], lambda: machine(cg), lv, True, stats, slp[k],
+                                     prepare)
             except BaseException as e:      # re-raised in the caller's thread
                 with lock:
                     errors.append(e)

@@ -141,10 +141,17 @@ class Lowered:
         # per part: the level of its code generation, None: its level's
         self.codegen = list(codegen) if codegen is not None else [None] * len(self.parts)
         self.ahead = None                # compile_threads.Ahead compiling the first parts
-        self.units = 0                   # ... that many (jit.lower with ahead=True)
+        self.units = 0                   # the first `units` parts are the units' own
         self.arena = arena
         self.entry_comp = entry_comp
         self.sites = list(sites)         # profiled kernel sites (hloc.backend.profile)
+
+    def settings(self, options: Options) -> list[tuple]:
+        """Per part: (SLP on, brief options, level, code-generation level), levels as
+        compiled (hloc.backend.compile_threads.compile_all's arguments)."""
+        levels = [options.opt_level if lv is None else lv for lv in self.levels]
+        return [(s, b, lv, lv if cg is None else cg)
+                for s, b, lv, cg in zip(self.slp, self.brief, levels, self.codegen)]
 
 
 def _brief_names(fns: Functions, mcx) -> set:
@@ -192,12 +199,47 @@ def _part_settings(fns: Functions, members: set, brief: set, options: Options):
     return not large, None, None
 
 
+def unit_settings(fns: Functions, members: set, options: Options):
+    """(SLP on, brief options, level, code-generation level) of a unit's own part
+    (hloc.backend.partition.unit_part), compiled by itself: `part_plan`'s rules."""
+    brief = _brief_names(fns, fns.mcx)
+    slp, level, cg = _part_settings(fns, members, brief, options)
+    return slp, _cheap_options(fns, members, brief), level, cg
+
+
+def part_plan(fns: Functions, options: Options, roots=(ENTRY,), units=(), printed=None):
+    """The parts LLVM compiles the module of `fns` as, with their settings: (the
+    partition.Split, [(SLP on, brief options, level, code-generation level)] per part;
+    level None: the options', code generation None: the part's level). `roots`: functions
+    that stay external (looked up by name); `units`: (name, text, members, settings) of
+    the parts made ahead (`unit_settings`), used first. The one plan of the JIT (`lower`),
+    `hloc emit-llvm` and the AOT library (hloc.aot)."""
+    mcx = fns.mcx
+    sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=roots,
+                         units=[u[:3] for u in units], printed=printed)
+    units = list(units)[:sp.units]
+    # A module whose functions all run their loops briefly compiles the cheaper way. All
+    # parts or none (but units, compiled ahead, each by its own): brief and other parts
+    # compile in separate phases (the option is process-wide), which would leave a core
+    # idle (CNN step: 341 ms alone, then 95 and 141 ms side by side, against 341 beside
+    # 236 in one phase).
+    brief = _brief_names(fns, mcx)
+    rest = sp.members[len(units):]
+    every = all(_cheap_options(fns, m, brief) for m in rest)
+    return sp, [u[3] for u in units] + [
+        (slp, every, level, cg) for slp, level, cg in (_part_settings(fns, m, brief, options)
+                                                       for m in rest)]
+
+
 @gc_paused
-def lower(module, options: Options, share_kernels: bool = True, ahead: bool = False) -> Lowered:
+def lower(module, options: Options, share_kernels: bool = True, ahead: bool = False,
+          units: bool | None = None) -> Lowered:
     """`share_kernels`: identical kernels compile once (hloc.backend.dedup); the code
     computes the same either way. `ahead`: a unit's part (hloc.backend.partition) starts
     compiling on a thread of its own as soon as its code is complete (`compile_objects`
-    takes its object over); its object is the same either way."""
+    takes its object over); its object is the same either way. `units` (default: as
+    `ahead`): the units get parts of their own, as with `ahead`, even where nothing
+    compiles ahead (`hloc emit-llvm`: the parts the JIT compiles)."""
     from .expand import for_codegen
     module = for_codegen(module)          # batch-norm expanded, as XLA:CPU always does
     _, _, feats, triple = host()
@@ -205,23 +247,21 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
     mcx = ModuleContext(module.name, options, triple, str(compile_machine().target_data))
     mcx.features = feats                  # the target's, for code that depends on them
     fns = Functions(mcx, share_kernels)
-    units, printed = [], {}               # (name, text, members, settings); texts printed
-    pending = compile_threads.Ahead(compile_machine) \
-        if ahead and compile_threads.available() else None
+    made, printed = [], {}                # units' (name, text, members, settings); texts printed
+    planned = (ahead if units is None else units) and compile_threads.available()
+    pending = compile_threads.Ahead(compile_machine) if ahead and planned else None
 
     def on_unit(fn):
         got = partition.unit_part(mcx.module, fn, printed, roots=(ENTRY,))
         if got is None:
             return
         text, members = got
-        brief = _brief_names(fns, mcx)
-        slp, level, cg = _part_settings(fns, members, brief, options)
-        cheap = _cheap_options(fns, members, brief)
-        settings = (slp, cheap, level, cg)
+        settings = slp, cheap, level, cg = unit_settings(fns, members, options)
         level = options.opt_level if level is None else level
-        pending.submit(len(units), text, level, slp, cheap, level if cg is None else cg)
-        units.append((fn.name, text, members, settings))
-    if pending is not None:
+        if pending is not None:
+            pending.submit(len(made), text, level, slp, cheap, level if cg is None else cg)
+        made.append((fn.name, text, members, settings))
+    if planned:
         fns.on_unit = on_unit
     donated = alias_leaves(module, options.donate)
     fns.donated = (module.entry, donated)
@@ -249,27 +289,14 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
         b.call(entry, list(wrapper.args))
     b.ret_void()
     sites = mcx.profiler.sites if mcx.profiler is not None else []
-    sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=(ENTRY,),
-                         units=[u[:3] for u in units], printed=printed)
-    if pending is not None:
-        if sp.units != len(units):        # the module could not be split after all
-            pending.close()
-            units, pending = [], None
-    # A module whose functions all run their loops briefly compiles the cheaper way. All
-    # parts or none (but units, compiled ahead, each by its own): brief and other parts
-    # compile in separate phases (the option is process-wide), which would leave a core
-    # idle (CNN step: 341 ms alone, then 95 and 141 ms side by side, against 341 beside
-    # 236 in one phase).
-    brief = _brief_names(fns, mcx)
-    rest = sp.members[len(units):]
-    every = all(_cheap_options(fns, m, brief) for m in rest)
-    settings = [u[3] for u in units] + [
-        (slp, every, level, cg) for slp, level, cg in (_part_settings(fns, m, brief, options)
-                                                       for m in rest)]
+    sp, settings = part_plan(fns, options, (ENTRY,), made, printed)
+    if sp.units != len(made) and pending is not None:   # the module could not be split
+        pending.close()
+        pending = None
     lowered = Lowered(sp.text, fns.arena(module.entry), module.entry, sites, sp.parts,
                       *([s[k] for s in settings] for k in range(4)))
     lowered.ahead = pending               # compiling the first `units` parts
-    lowered.units = len(units)
+    lowered.units = sp.units
     lowered.kernels_merged = fns.kernels.merged if fns.kernels is not None else 0
     lowered.calls_runtime = "hloc.parallel" in mcx._decls      # the thread runtime's entry
     inplace = fns.plans[id(module.entry)].inplace
@@ -349,8 +376,7 @@ def compile_objects(lowered: Lowered, options: Options, threads: int | None = No
     `threads` threads (None: every core) and checked against the runtime table;
     `stats` (compile_threads.Stats) collects seconds per LLVM phase."""
     threads = compile_threads_default() if threads is None else threads
-    levels = [options.opt_level if lv is None else lv for lv in lowered.levels]
-    codegen = [lv if cg is None else cg for lv, cg in zip(levels, lowered.codegen)]
+    _, _, levels, codegen = zip(*lowered.settings(options))
     ahead, lowered.ahead = lowered.ahead, None
     n = len(lowered.parts)
     todo = list(range(n))
