@@ -619,7 +619,7 @@ def test_row_library_compiles_the_jits_way_with_its_bits(name, tmp_path, cache):
     path = tmp_path / "libm.so"
     lib = compile_library(module, str(path), name="m", cache_dir=cache, threads=2)
     from hloc.backend import compile_threads, threadpool_jit
-    row = (False, True, compile_threads.LEAN if name == "layernorm" else 3, 1)
+    row = (False, True, compile_threads.LEAN, 1)     # both in explicit vector code (row_vector)
     assert lib.parts[:-1] == _jit_settings(module) == [row]
     assert lib.parts[-1] == (False, True, 0, threadpool_jit.LEVEL)     # the glue
     x = np.random.default_rng(0).standard_normal(module.entry.parameters[0].shape.dims)

@@ -12,7 +12,7 @@ import pytest
 from llvmlite import ir
 
 import hloc
-from hloc.backend import compile_module, jit, row_groups, row_hosts
+from hloc.backend import compile_module, jit, row_groups, row_hosts, row_vector
 from hloc.backend.access_groups import PARALLEL, parallel_accesses
 from hloc.backend.context import Options
 from hloc.backend.loops import for_range, hint_loops
@@ -111,7 +111,8 @@ def test_softmax_rows_marked_where_no_written_buffer_is_read(monkeypatch, hosted
     (hloc.backend.row_hosts) the divide loop reads and writes the output row: not marked;
     with e in a row scratch it reads the scratch and writes the output: marked (both
     its fast loop and its exact one). LLVM then checks no distance between x and the
-    output at run time."""
+    output at run time. (The scalar form, whose loops LLVM vectorises: row_vector off.)"""
+    monkeypatch.setattr(row_vector, "ENABLED", False)
     if hosted:
         monkeypatch.setattr(row_hosts, "HOST_BYTES", 0)
     module = _module(256, 1024)
@@ -171,7 +172,9 @@ def test_exact_divide_loop_left_scalar(monkeypatch, hosted):
     """xla-cpu softmax: the row divide's exact loop (true divisions, run only for a row
     redone) is not vectorised (row_groups.COLD_SCALAR): no vector fdiv is left in the
     optimised kernel, one without the setting; the fast loop still is vectorised. (Its
-    bits: test_backend_rows' row-divide tests, where rows are redone.)"""
+    bits: test_backend_rows' row-divide tests, where rows are redone.) The scalar form,
+    whose loops LLVM vectorises (row_vector off); the vector form leaves it scalar too."""
+    monkeypatch.setattr(row_vector, "ENABLED", False)
     if hosted:
         monkeypatch.setattr(row_hosts, "HOST_BYTES", 0)
     module = _module(256, 1024)

@@ -80,7 +80,10 @@ def test_which_parts_are_brief(monkeypatch):
     # in a while loop: brief under BRIEF_LOOPED_WORK (12 bytes per element here too)
     assert _brief(_looped(BRIEF_LOOPED_WORK // 12 - 64)) == [True]
     assert _brief(_looped(BRIEF_LOOPED_WORK // 12 + 64)) == [False]
-    # a row kernel's part compiles under the brief options too (jit.ROW_BRIEF_OPTIONS)
+    # a row kernel's part compiles under the brief options too (jit.ROW_BRIEF_OPTIONS;
+    # its scalar form: in explicit vectors, hloc.backend.row_vector, it is brief anyway)
+    from hloc.backend import row_vector
+    monkeypatch.setattr(row_vector, "ENABLED", False)
     assert _brief(_softmax(64, 1024)) == [True]
     monkeypatch.setattr(jit, "ROW_BRIEF_OPTIONS", False)
     assert _brief(_softmax(64, 1024)) == [False]
@@ -175,12 +178,17 @@ def _levels(text: str, opt_level: int = 3) -> list:
     return jit.lower(hloc.parse(text), Options(opt_level=opt_level)).levels
 
 
-def test_which_parts_compile_at_the_brief_level():
+def test_which_parts_compile_at_the_brief_level(monkeypatch):
+    from hloc.backend import row_vector
     small, large = 1 << 10, MIN_WORK // 12 + 1
     assert _levels(_elementwise(small)) == [jit.BRIEF_LEVEL]
     assert _levels(_elementwise(large)) == [None]           # the module's own level
     assert _levels(_looped(BRIEF_LOOPED_WORK // 12 - 64)) == [jit.BRIEF_LEVEL]
     assert _levels(_looped(BRIEF_LOOPED_WORK // 12 + 64)) == [None]
+    # softmax's row kernel: in explicit vectors, the lean level (row_vector); its scalar
+    # loops, the module's own level
+    assert _levels(_softmax(64, 1024)) in ([compile_threads.LEAN], [None])
+    monkeypatch.setattr(row_vector, "ENABLED", False)
     assert _levels(_softmax(64, 1024)) == [None]
     assert _levels(_elementwise(small), opt_level=0) == [0]  # never above the options'
     # per part: the CNN step's entry computation has loops of its own (the convolution's
@@ -216,7 +224,10 @@ def test_brief_level_gives_the_same_bits(stem, monkeypatch):
 def test_row_parts_compile_the_row_way(monkeypatch):
     """A part of row kernels: the module's level for the optimiser, ROW_CODEGEN_LEVEL for
     code generation, no SLP (jit.ROW_SLP); other parts as before; the code generation
-    level changes the code but not the bits."""
+    level changes the code but not the bits. (Row kernels with scalar loops: row_vector
+    off; explicit vector ones compile at compile_threads.LEAN, test_backend_row_vector.)"""
+    from hloc.backend import row_vector
+    monkeypatch.setattr(row_vector, "ENABLED", False)
     low = jit.lower(hloc.parse(_softmax(64, 1024)), Options())
     assert (low.levels, low.codegen, low.slp) == ([None], [jit.ROW_CODEGEN_LEVEL], [jit.ROW_SLP])
     low = jit.lower(hloc.parse(_elementwise(MIN_WORK // 12 + 1)), Options())

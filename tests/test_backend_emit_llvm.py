@@ -101,11 +101,12 @@ def _jit(module, monkeypatch=None):
     return objs, seen
 
 
-# (module, parts, headers' settings): a row module (its row part: no SLP, code generation
-# at 1), one in explicit vector code (the lean passes), a brief one, and modules in parts
+# (module, parts, headers' settings): row modules in explicit vector code (the lean
+# passes; code generation at 1), a brief one, and modules in parts
+LEAN = "lean(sroa,instcombine,simplifycfg,loop-rotate)"
 CASES = {
-    "softmax": (1, [("O3", "off", "brief", 1)]),
-    "layernorm": (1, [("lean(sroa,instcombine,simplifycfg)", "off", "brief", 1)]),
+    "softmax": (1, [(LEAN, "off", "brief", 1)]),
+    "layernorm": (1, [(LEAN, "off", "brief", 1)]),
     "while_loop_newton": (1, [("O1", "on", "brief", 1)]),
     "searchsorted_interp": (2, [("O1", "on", "brief", 1)] * 2),
     "mlp_train_step": (2, [("O1", "on", "brief", 1)] * 2),
@@ -115,7 +116,7 @@ CASES = {
 
 
 def _settings(part):
-    passes = "lean(sroa,instcombine,simplifycfg)" if part.level == compile_threads.LEAN \
+    passes = LEAN if part.level == compile_threads.LEAN \
         else f"O{part.level}"
     return (passes, "on" if part.slp else "off", "brief" if part.brief else "default",
             part.codegen)

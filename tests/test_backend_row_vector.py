@@ -94,10 +94,10 @@ def test_vector_layernorm_matches_interpreter_and_scalar_bits(cols, monkeypatch,
 
 @needs_vectors
 def test_short_rows_and_other_ops_keep_scalar_loops(tmp_path):
-    """Rows shorter than SUM_IC vectors, a divide at each position (the row divide) and
+    """Rows shorter than SUM_IC vectors, an op without the lanes facet (remainder) and
     ieee numerics (sequential sums): today's scalar loops, the interpreter's values."""
     for text, numerics in [(_layernorm(4096, 48), "xla-cpu"),
-                           (_layernorm(1024, 1024, "divide(d, rb)"), "xla-cpu"),
+                           (_layernorm(1024, 1024, "remainder(d, rb)"), "xla-cpu"),
                            (_layernorm(1024, 1024), "ieee")]:
         module = _prepared(text)
         assert len(_groups(module)) == 1
@@ -136,3 +136,151 @@ def test_vector_exp_has_the_scalar_bits(cols, monkeypatch, tmp_path):
     monkeypatch.setattr(row_vector, "ENABLED", False)
     scalar = np.asarray(compile_module(module, cache_dir=tmp_path / "s").run([x]))
     np.testing.assert_array_equal(got, scalar)
+
+
+def _softmax(rows, cols, sum_of="e"):
+    """Softmax; `sum_of` "x": divided by the row's sum of x instead (no sum carried in
+    e's loop: row_groups adds up only the member just before)."""
+    return f"""HloModule softmax
+{_ADD}
+max_f {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] maximum(a, b)
+}}
+ENTRY e {{
+  x = f32[{rows},{cols}] parameter(0)
+  ninf = f32[] constant(-inf)
+  mx = f32[{rows}] reduce(x, ninf), dimensions={{1}}, to_apply=max_f
+  mxb = f32[{rows},{cols}] broadcast(mx), dimensions={{0}}
+  d = f32[{rows},{cols}] subtract(x, mxb)
+  e = f32[{rows},{cols}] exponential(d)
+  zero = f32[] constant(0)
+  s = f32[{rows}] reduce({sum_of}, zero), dimensions={{1}}, to_apply=add_f
+  sb = f32[{rows},{cols}] broadcast(s), dimensions={{0}}
+  ROOT r = f32[{rows},{cols}] divide(e, sb)
+}}
+"""
+
+
+def _edge_rows(rows, cols):
+    """Rows with NaN of both signs (alone and together), infinities, the largest float,
+    subnormals, signed zeros, exp's underflow and the row divide's redo cases."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((rows, cols)) * 4).astype(np.float32)
+    f32 = np.finfo(np.float32)
+    nan, neg_nan = np.float32(np.nan), -np.float32(np.nan)
+    x[1, cols // 2] = nan
+    x[2, 3] = neg_nan
+    x[3, 1], x[3, cols - 1] = neg_nan, nan              # both signs, main loop and tail
+    x[4, 0], x[4, cols - 2] = nan, neg_nan
+    x[5, 7] = np.inf
+    x[6, 5] = -np.inf
+    x[7] = -np.inf
+    x[8] = np.inf
+    x[9, 2], x[9, 4] = np.inf, -np.inf
+    x[10] = f32.max
+    x[11, 0], x[11, cols - 1] = f32.max, -f32.max
+    x[12] = (rng.integers(1, 1 << 23, cols, dtype=np.uint32)).view(np.float32)   # subnormals
+    x[13] = -0.0
+    x[14] = 0.0
+    x[14, ::3] = -0.0
+    x[15] = rng.uniform(-200, 0, cols).astype(np.float32)      # exp underflows
+    x[16] = rng.uniform(-80, 0, cols).astype(np.float32)       # quotients below the range
+    x[17] = 88.0 + rng.uniform(0, 1, cols).astype(np.float32)
+    x[18, cols - 1] = 1e30                                    # the max in the scalar tail
+    return x
+
+
+@needs_vectors
+@pytest.mark.parametrize("mode", ["stack-rows", "hosted-rows", "kernels"])
+@pytest.mark.parametrize("rows,cols", [(32, 8192), (160, 1000), (150, 1001), (1600, 80)])
+def test_vector_softmax_has_the_scalar_bits(rows, cols, mode, monkeypatch, tmp_path):
+    """Softmax's row group in explicit vectors (the row-ahead max, the sum carried beside
+    the exp loop, the row divide, e kept in the output's row when hosted) gives the bits
+    of its scalar form, whose loops LLVM vectorises, on edge rows, on 1 and 2 threads:
+    rows of whole vector iterations, with an epilogue and a scalar tail; as separate
+    kernels neither form applies."""
+    from hloc.backend import row_hosts
+    if mode == "hosted-rows":
+        monkeypatch.setattr(row_hosts, "HOST_BYTES", 0)
+    if mode == "kernels":
+        monkeypatch.setattr(row_groups, "MIN_BYTES", 1 << 60)
+    module = _prepared(_softmax(rows, cols))
+    groups = _groups(module)
+    assert len(groups) == (mode != "kernels") and all(bool(g.hosts) == (mode == "hosted-rows") for g in groups)
+    x = _edge_rows(rows, cols)
+    outs = {}
+    for vector in (True, False):
+        monkeypatch.setattr(row_vector, "ENABLED", vector)
+        assert _vector(module) == (vector and mode != "kernels")
+        exe = compile_module(module, threads=2, cache_dir=tmp_path / str(vector))
+        outs[vector] = [exe.run([x]).tobytes()]
+        exe.set_threads(1)
+        outs[vector].append(exe.run([x]).tobytes())
+    assert outs[True] == outs[False]
+    assert outs[True][0] == outs[True][1]
+    got = np.frombuffer(outs[True][0], np.float32).reshape(x.shape)
+    r = near(run_module(module, [x]).value, got, ErrorSpec(abs=1e-30, rel=1e-5))
+    assert r.ok, r.message
+
+
+@needs_vectors
+def test_vector_row_divide_exact_loop_stays_scalar():
+    """The row divide's exact loop (run only for a row redone) is left in scalar code in
+    the vector form (row_groups.COLD_SCALAR): no vector fdiv in the row kernel but the
+    per-row 1/d, which is a scalar one."""
+    text = emit_llvm(_prepared(_softmax(32, 8192)), numerics="xla-cpu", optimized=False)
+    assert "fma.v" in text and "fdiv <" not in text and "fdiv float" in text
+
+
+_AVX2_CHILD = """
+import sys
+import numpy as np
+import llvmlite.binding as llvm
+from hloc.backend import jit
+target, cpu, feats, triple = jit.host()
+feats = ",".join("-" + f[1:] if f.startswith(("+avx512", "+avx10", "+amx")) else f
+                 for f in feats.split(","))
+jit._host = (target, cpu, feats, triple)
+sys.path.insert(0, sys.argv[1])
+import test_backend_row_vector as t
+from hloc.backend import compile_module, emit_llvm, row_vector
+rows, cols, sum_of = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+module = t._prepared(t._softmax(rows, cols, sum_of))
+x = t._edge_rows(rows, cols)
+outs = []
+for vector in (True, False):
+    row_vector.ENABLED = vector
+    text = emit_llvm(module, numerics="xla-cpu", optimized=False)
+    assert ("<8 x float>" in text) == (vector and sum_of == "x"), text
+    assert "<16 x float>" not in text and "ldexp" not in text
+    exe = compile_module(module, threads=2)
+    outs.append(exe.run([x]).tobytes())
+    exe.set_threads(1)
+    assert exe.run([x]).tobytes() == outs[-1]
+print("same" if outs[0] == outs[1] else "differ")
+"""
+
+
+@pytest.mark.parametrize("sum_of", ["e", "x"])
+@pytest.mark.parametrize("rows,cols", [(32, 8192), (150, 1001), (1600, 80)])
+def test_vector_softmax_has_the_scalar_bits_with_avx2(rows, cols, sum_of, tmp_path):
+    """The same on an AVX2 target (8 lanes, exp scaled through exponent bits), in a child
+    process whose host features have AVX-512 turned off: softmax itself keeps its scalar
+    loops there (its sum carried in e's loop, which LLVM interleaves twice with 16
+    registers: row_vector.plan); divided by the sum of x instead (the row-ahead max, a
+    sum in its own loop, the row divide), it takes vectors of 8."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    import llvmlite.binding as llvm
+    if "+avx2" not in llvm.get_host_cpu_features().flatten().split(","):
+        pytest.skip("host without AVX2")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _AVX2_CHILD, str(Path(__file__).parent), str(rows), str(cols),
+                          sum_of],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["same"]

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import hloc
-from hloc.backend import Options, buffers, compile_module, emit_llvm, parallel, row_divide, row_groups, row_hosts
+from hloc.backend import (Options, buffers, compile_module, emit_llvm, parallel, row_divide, row_groups, row_hosts,
+                          row_vector)
 from hloc.backend.expand import for_codegen
 from hloc.cli_backend import prepare_for_cpu
 from hloc.compare import ErrorSpec, near
@@ -360,17 +361,24 @@ def _row_divide_args(sign):
     return [x, s]
 
 
+_FORMS = pytest.mark.parametrize("vector", [True, False], ids=["vector-form", "scalar-form"])
+
+
+@_FORMS
 @pytest.mark.parametrize("op,sign", [("maximum", -1), ("minimum", 1)])
-def test_row_divide_bits_equal_true_division(op, sign, monkeypatch, tmp_path):
+def test_row_divide_bits_equal_true_division(op, sign, vector, monkeypatch, tmp_path):
     """xla-cpu: the divide by a per-row divisor (hloc.backend.row_divide) equals fdiv bit
-    for bit, inside its range and, through the exact redo, outside it."""
+    for bit, inside its range and, through the exact redo, outside it; on vectors
+    (hloc.backend.row_vector) and in the scalar loops LLVM vectorises."""
+    monkeypatch.setattr(row_vector, "ENABLED", vector)
     module = _prepared(_row_divide_module(op))
     (group,) = _groups(module)
-    assert "llvm.fma.f32" in emit_llvm(module, numerics="xla-cpu", optimized=False)
+    fma = "llvm.fma.v" if vector and _has_vectors() else "llvm.fma.f32"
+    assert fma in emit_llvm(module, numerics="xla-cpu", optimized=False)
     args = _row_divide_args(sign)
     fast = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "a").run(args)
     monkeypatch.setattr(row_groups, "FAST_DIVIDE", False)
-    assert "llvm.fma.f32" not in emit_llvm(module, numerics="xla-cpu", optimized=False)
+    assert "llvm.fma." not in emit_llvm(module, numerics="xla-cpu", optimized=False)
     true = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "b").run(args)
     _same_bits(true, fast)
 
@@ -486,16 +494,19 @@ ENTRY e {{
 """
 
 
+@_FORMS
 @pytest.mark.parametrize("hosted", [False, True], ids=["stack-rows", "hosted-rows"])
 @pytest.mark.parametrize("op,init", [("maximum", "-inf"), ("minimum", "inf"), ("maximum", "0"),
                                      ("maximum", "nan")])
-def test_row_max_computed_a_row_ahead_gives_the_same_bits(op, init, hosted, monkeypatch, tmp_path):
+def test_row_max_computed_a_row_ahead_gives_the_same_bits(op, init, hosted, vector, monkeypatch, tmp_path):
     """xla-cpu: the group's leading max (min) of row r+1 is accumulated in row r's exp loop
     (hloc.backend.row_ahead): the same bits as the reduce in its own loop, over rows whose
     max is NaN, an infinity or a signed zero, the rows before and after them, and work
     groups of 1 to 16 rows on 1 to 3 threads (each group's first row on its own, its last
-    row taking itself as the next)."""
+    row taking itself as the next); in vectors (hloc.backend.row_vector: the reduce's own
+    loops in vectors too) and in the scalar loops."""
     from hloc.backend import row_ahead
+    monkeypatch.setattr(row_vector, "ENABLED", vector)
     if hosted:
         monkeypatch.setattr(row_hosts, "HOST_BYTES", 0)
     module = _prepared(_softmax_of(op, init))
@@ -534,3 +545,10 @@ def _before_guard_page(a):
     if getattr(libc, "mprotect", None) is not None:
         assert libc.mprotect(ctypes.c_void_p(base + size - page), ctypes.c_size_t(page), 0) == 0
     return out
+
+
+def _has_vectors() -> bool:
+    """The host has a vector width row_vector uses (AVX2 or AVX-512)."""
+    from hloc.backend import jit
+    from hloc.ir.dtypes import DTYPES
+    return row_vector.width(jit.host()[2], jit.host()[3], DTYPES["f32"]) is not None

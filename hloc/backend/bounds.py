@@ -11,14 +11,14 @@ are followed to the instructions feeding them, or a plain op. Only in xla-cpu nu
   broadcasts, reshapes, transposes and copies.
 - `at_most_zero`: the value is <= 0. Softmax's x - max(x): a subtract of the broadcast of
   a max reduction of the same array, broadcast back along the kept dimensions (the
-  reduction's value, exact in every numerics (hloc.backend.reductions.Extremum), is at
+  reduction's value, exact in every numerics (hloc.backend.extremum.Extremum), is at
   least each of its elements, whatever its initial value; x <= m makes x - m <= 0 in
   floating point, a NaN where both are infinities of the same sign).
 """
 from __future__ import annotations
 
 from ..ops.base import SIGN_CLEAR, SIGN_CLEAR_OF_OPERANDS
-from .reductions import extremum_reduce
+from .extremum import extremum_reduce
 
 _MOVES = frozenset({"broadcast", "reshape", "transpose", "copy"})   # same values, moved
 _DEPTH = 32

@@ -119,7 +119,10 @@ def available() -> bool:
 
 
 # A part's level for code already in vector form with no loop left to restructure
-# (hloc.backend.jit.LEAN_ROWS): SROA, InstCombine and SimplifyCFG only, no pipeline.
+# (hloc.backend.jit.LEAN_ROWS): SROA, InstCombine, SimplifyCFG and LoopRotate only, no
+# pipeline. Rotation (a row loop tested at its top becomes one tested at its bottom) is
+# what lets code generation's MachineLICM keep the vector loops' constants in registers:
+# without it softmax's exp loop reloaded 14 of them per iteration (8 % slower in cache).
 LEAN = -1
 
 
@@ -131,6 +134,7 @@ def module_passes(tm, opt_level: int, slp: bool = True):
         mpm.add_sroa_pass()
         mpm.add_instruction_combine_pass()
         mpm.add_simplify_cfg_pass()
+        mpm.add_loop_rotate_pass()
         return mpm, pb
     pb = pass_builder(tm, opt_level, slp)
     return pb.getModulePassManager(), pb

@@ -366,10 +366,10 @@ BINARY_KEYS = ("add", "subtract", "multiply", "divide", "remainder", "power", "m
 
 
 # Float rows (f32/f64 throughout; exp: f32, vmath's) whose generators are the same on
-# <W x T> values (hloc.backend.row_vector); divide keeps its scalar loop (row_divide).
+# <W x T> values (hloc.backend.row_vector; divide's row divide too, row_divide).
 vectorises_semantic(lambda i: i.shape.dtype.name in ("f32", "f64") and all(
-    o.shape.dtype is i.shape.dtype for o in i.operands), "add", "subtract", "multiply", "maximum",
-    "minimum", "negate", "abs", "sqrt", "rsqrt", "floor", "ceil", "round-nearest-even")
+    o.shape.dtype is i.shape.dtype for o in i.operands), "add", "subtract", "multiply", "divide",
+    "maximum", "minimum", "negate", "abs", "sqrt", "rsqrt", "floor", "ceil", "round-nearest-even")
 vectorises_semantic(lambda i: i.shape.dtype.name == "f32" == i.operands[0].shape.dtype.name, "exponential")
 
 

@@ -2,7 +2,7 @@
 
 The JIT compiles a lowered module as parts (hloc.backend.jit.part_plan), each optimised
 and code-generated with its own settings: its pass pipeline (O3, O1 for brief code, or
-compile_threads.LEAN's three passes for explicit vector row kernels), SLP on or off, the
+compile_threads.LEAN's four passes for explicit vector row kernels), SLP on or off, the
 process-wide LLVM options it compiles under (compile_threads.BRIEF_OPTIONS or the
 defaults) and its code-generation level. `hloc emit-llvm` prints every part, each after
 a header comment naming its settings (`HEADER`, read back by `read`), before or after
@@ -21,7 +21,7 @@ from . import compile_threads, jit
 
 HEADER = re.compile(r"^; hloc part (\d+) of (\d+)(?: \((part_\d+)\))?: passes=(\S+) "
                     r"slp=(on|off) llvm-options=(\S+) codegen=O(\d)$", re.M)
-_LEAN = "lean(sroa,instcombine,simplifycfg)"
+_LEAN = "lean(sroa,instcombine,simplifycfg,loop-rotate)"
 
 
 @dataclass

@@ -12,15 +12,13 @@ order, rounded once (f16/bf16 through f32, as SetFromDouble).
 """
 from __future__ import annotations
 
-from llvmlite import ir
-
 from ..interp.core import unsupported
 from ..ir.shape import ArrayShape
 from .conversions import convert_value
 from .loops import Index, for_range, i64, minor_to_major
 from .registry import emits, vectorises
 from . import row_vector
-from .types import F32, I1, Cplx, compute_type
+from .types import Cplx, compute_type
 
 
 def inline_computation(kb, comp, values: list) -> list:
@@ -92,6 +90,10 @@ def _emit_reduce(kb, inst, ops, index):
         for k, d in enumerate(kept):
             multi[d] = index.multi[k]
         return row_vector.row_sum(kb, inst, ops[0], inits[0], multi, minor)
+    from . import extremum
+    minor = extremum.row_extremum(inst) if split is None and kb.lanes is not None else None
+    if minor is not None:
+        return extremum.emit_row(kb, inst, ops, index, inits[0], kept, minor)
     acc = _Acc(kb, inits)
     red = [d for d in reversed(minor_to_major(shape0)) if d in dims]   # major to minor
     comp = inst.attrs["to_apply"]
@@ -99,10 +101,10 @@ def _emit_reduce(kb, inst, ops, index):
     stack = []
     if split is None and _evaluator_sum(kb, inst):
         return _emit_evaluator_sum(kb, inst, ops, index, inits[0], red, kept)
-    greater = _float_extremum(inst)
+    greater = extremum.float_extremum(inst)
     if greater is not None:
-        return _emit_extremum(kb, inst, ops, index, inits[0], red, kept, split, greater)
-    _enter_loops(kb, shape0, red, split, ivs, stack)
+        return extremum.emit(kb, inst, ops, index, inits[0], red, kept, split, greater)
+    enter_loops(kb, shape0, red, split, ivs, stack)
     multi = [None] * shape0.rank
     for k, d in enumerate(kept):
         multi[d] = index.multi[k]
@@ -118,10 +120,17 @@ def _emit_reduce(kb, inst, ops, index):
     return out if inst.shape.is_tuple else out[0]
 
 
-vectorises(row_vector.reduce_takes_vectors, "reduce")
+def _takes_vectors(inst) -> bool:
+    """The lanes facet of reduce: a sum (row_vector.row_sum) or a float max/min
+    (hloc.backend.extremum) along the minor dimension of a 2-D operand."""
+    from .extremum import row_extremum
+    return row_vector.reduce_takes_vectors(inst) or row_extremum(inst) is not None
 
 
-def _enter_loops(kb, shape0, red, split, ivs: dict, stack: list) -> None:
+vectorises(_takes_vectors, "reduce")
+
+
+def enter_loops(kb, shape0, red, split, ivs: dict, stack: list) -> None:
     """Open the loops over the reduced dimensions (major to minor; the first over chunk
     wg of nwg when split)."""
     b = kb.b
@@ -134,133 +143,6 @@ def _enter_loops(kb, shape0, red, split, ivs: dict, stack: list) -> None:
         cm = for_range(b, lo, hi, name=f"r{d}")
         ivs[d] = cm.__enter__()
         stack.append(cm)
-
-
-def _float_extremum(inst):
-    """True/False if `inst` reduces one f32/f64 operand with maximum/minimum, else None."""
-    from ..interp.lanes import binary_root
-    if len(inst.operands) != 2 or inst.shape.is_tuple:
-        return None
-    op = binary_root(inst.attrs["to_apply"])
-    dt = inst.attrs["to_apply"].root.shape.dtype
-    if op not in ("maximum", "minimum") or dt.name not in ("f32", "f64") \
-            or any(o.shape.dtype != dt for o in inst.operands) or inst.shape.dtype != dt:
-        return None
-    return op == "maximum"
-
-
-def _emit_extremum(kb, inst, ops, index, init, red, kept, split, greater):
-    """A max/min reduction as HLO defines it, in two loops (Extremum)."""
-    b = kb.b
-    shape0 = inst.operands[0].shape
-    ext = Extremum(kb, init.type, greater)
-    multi = [None] * shape0.rank
-    for k, d in enumerate(kept):     # before the loops: the index may compute them lazily
-        multi[d] = index.multi[k]
-    ivs, stack = {}, []
-    _enter_loops(kb, shape0, red, split, ivs, stack)
-    for d in red:
-        multi[d] = ivs[d]
-    ext.add(ops[0](Index(b, shape0, multi=list(multi))))
-    for cm in reversed(stack):
-        cm.__exit__(None, None, None)
-    return ext.value(init, lambda: _exact_extremum(kb, inst, ops, init, red, multi, split, greater))
-
-
-class Extremum:
-    """The fast loop of a max/min reduction as HLO defines it (llvm.maximum/minimum: NaN if
-    any element is NaN, +0 > -0), fed one element at a time by `add` from whatever loop
-    visits the elements (the reduce's own, or a row group's loop over another row). It is
-    llvm.maxnum/minnum with nnan nsz (one vmaxps per vector) beside the elements' sum (a
-    vaddps), which is NaN if an element is NaN (maxnum's result is then poison) and
-    possibly when +inf and -inf both occur. Its result is exact unless the sum is NaN or
-    the result is a zero (nsz: its sign is unknown); only then does `value` run the
-    second, exact loop (llvm.maximum/minimum). The same bits either way, whatever order
-    the elements come in."""
-
-    def __init__(self, kb, t, greater):
-        self.kb, self.t, self.greater = kb, t, greater
-        self.acc = _Acc(kb, self._start())
-
-    def _start(self):
-        return [ir.Constant(self.t, float("-inf") if self.greater else float("inf")),
-                ir.Constant(self.t, 0.0)]
-
-    def reset(self):
-        self.acc.set(self._start())
-
-    def add(self, x):
-        b, t = self.kb.b, self.t
-        m, flag = self.acc.get()
-        name = f"llvm.{'maxnum' if self.greater else 'minnum'}.{'f32' if t == F32 else 'f64'}"
-        m = b.call(self.kb.mcx.intrinsic(name, t, [t, t]), [m, x],
-                   fastmath=("nnan", "nsz", "reassoc", "contract"))
-        flag = b.fadd(flag, x, flags=("reassoc",))
-        self.acc.set([m, flag])
-
-    def value(self, init, exact, also_exact=None):
-        """After the elements' loop: the reduction from `init`; `exact()` emits the exact
-        loop (in a block taken only when the fast result may be wrong, or where the i1
-        `also_exact` is true) and returns its result."""
-        from .elementwise import fmax
-        kb, t = self.kb, self.t
-        b = kb.b
-        m, flag = self.acc.get()
-        special = b.fcmp_unordered("uno", flag, flag)
-        # select, not or: m is poison when an element was NaN, and then `special` is true
-        slow = b.select(special, ir.Constant(I1, 1), b.fcmp_ordered("==", m, ir.Constant(t, 0.0)))
-        if also_exact is not None:
-            slow = b.select(also_exact, ir.Constant(I1, 1), slow)
-        with kb.reassociating():
-            fast = fmax(kb, init, m, self.greater)
-        fast_end = b.block
-        exact_bb = b.append_basic_block("extremum.exact")
-        join = b.append_basic_block("extremum.join")
-        b.cbranch(slow, exact_bb, join)
-        b.position_at_end(exact_bb)
-        exact_v = exact()
-        exact_end = b.block
-        b.branch(join)
-        b.position_at_end(join)
-        out = b.phi(t)
-        out.add_incoming(fast, fast_end)
-        out.add_incoming(exact_v, exact_end)
-        return out
-
-
-def extremum_reduce(inst):
-    """(greater, reduced dims major to minor) if `inst` is a reduce that Extremum computes."""
-    if inst.opcode != "reduce":
-        return None
-    greater = _float_extremum(inst)
-    if greater is None:
-        return None
-    dims = set(inst.attrs["dimensions"])
-    return greater, [d for d in reversed(minor_to_major(inst.operands[0].shape)) if d in dims]
-
-
-def exact_extremum(kb, inst, ops, init, multi, greater):
-    """Reduce `inst`'s exact loop at `multi` (its operand's index with the reduced
-    dimensions' entries ignored): the slow path of Extremum.value."""
-    _, red = extremum_reduce(inst)
-    return _exact_extremum(kb, inst, ops, init, red, list(multi), None, greater)
-
-
-def _exact_extremum(kb, inst, ops, init, red, multi, split, greater):
-    from .elementwise import fmax
-    b = kb.b
-    shape0 = inst.operands[0].shape
-    acc2 = _Acc(kb, [init])
-    ivs, stack = {}, []
-    _enter_loops(kb, shape0, red, split, ivs, stack)
-    for d in red:
-        multi[d] = ivs[d]
-    x = ops[0](Index(b, shape0, multi=list(multi)))
-    with kb.reassociating():
-        acc2.set([fmax(kb, acc2.get()[0], x, greater)])
-    for cm in reversed(stack):
-        cm.__exit__(None, None, None)
-    return acc2.get()[0]
 
 
 _CHUNK = 512            # hloc.interp.reductions' (HloEvaluator's) partial-sum length

@@ -14,7 +14,7 @@ from the exact loop for the first row and where the fast result may be wrong. In
 not hidden: slower than no carrying at all on a loaded machine (2.14 against 1.93 ms on
 one thread; the exp loop 1.70).
 
-The accumulation is reductions.Extremum's, the reduce's own: exact in any order (nnan nsz
+The accumulation is extremum.Extremum's, the reduce's own: exact in any order (nnan nsz
 max beside a NaN-detecting sum, the exact loop where the fast result may be wrong), so the
 max's bits are the reduce's in its own loop whatever the thread count or work groups. A
 reassociated row sum in the same loop (softmax's sum(e)) may be vectorised with another
@@ -28,7 +28,7 @@ of a group input over all but its rows.
 from __future__ import annotations
 
 from .loops import Index, i64, minor_to_major
-from .reductions import Extremum, exact_extremum, extremum_reduce
+from .extremum import Extremum, exact_extremum, extremum_reduce
 from .types import storage_type
 
 ENABLED = True          # off: the first member in its own loop (for A/B measurements)
@@ -67,7 +67,7 @@ class Ahead:
         self.row_dim = minor_to_major(self.x_shape)[-1]
         self.t = t = storage_type(m0.shape.dtype)
         self.slot = kb.alloca_entry(t, name=f"{m0.name}.ahead")
-        self.ext = Extremum(kb, t, self.greater)      # before the row loop: no element yet
+        self.ext = Extremum(kb, t, self.greater, kb.lanes)   # before the row loop: no element yet
         self.next_row = None
 
     def begin_row(self, r, lo) -> None:
@@ -81,7 +81,8 @@ class Ahead:
         multi[self.row_dim] = r
         ops = [self.x_read, self.init_read]
         first = b.icmp_unsigned("==", r, lo)
-        v = self.ext.value(init, lambda: exact_extremum(kb, self.m0, ops, init, multi, self.greater), first)
+        v = self.ext.value(init, lambda: exact_extremum(kb, self.m0, ops, init, multi, self.greater), first,
+                           settled=True)
         b.store(v, self.slot)
 
     def current(self, index=None):
@@ -96,8 +97,13 @@ class Ahead:
         nxt = b.add(r, i64(1), flags=("nsw", "nuw"))
         self.next_row = b.select(b.icmp_unsigned("<", nxt, hi), nxt, r, name="row.ahead")
 
+    def end(self) -> None:
+        """After that loop: the next row's accumulators settled (Extremum.settle)."""
+        self.ext.settle()
+
     def add(self, index) -> None:
-        """In that loop, at `index` (its member's position): the next row's element."""
+        """In that loop, at `index` (its member's position; a vector of them in a vector
+        row group): the next row's element(s)."""
         multi = list(index.multi)
         multi[self.row_dim] = self.next_row
-        self.ext.add(self.x_read(Index(self.kb.b, self.x_shape, multi=multi)))
+        self.ext.add(self.x_read(Index(self.kb.b, self.x_shape, multi=multi, lanes=index.lanes)))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from .row_vector import const, hoisted, splat, suffix
 from .types import F32, I1, I32
 
 D_LO, D_HI = 1.0, 2.0 ** 32
@@ -35,12 +36,15 @@ class RowDivide:
     """Per row and member: over the row's loop, the least of |a|'s bits less 2^-126's
     (wrapping: zero and subnormals count as large) and the largest of |a|'s bits (two
     integer min/max reductions, one instruction per vector each), whether every d was in
-    range, and whether any divide used the fast form (else none of it is read)."""
+    range, and whether any divide used the fast form (else none of it is read). In a
+    vector row group (kb.lanes, hloc.backend.row_vector) the divides take vectors: 1/d
+    and d's range once per row, before the loop; the min/max in vectors of kb.lanes."""
 
     def __init__(self, kb, row, members):
         self.row = row
         self.members = members          # ids of group members: read per element, not invariant
         self.used = False
+        self.lanes = kb.lanes
         b = kb.b
         self.lo = kb.alloca_entry(I32, name="rowdiv.lo")
         self.hi = kb.alloca_entry(I32, name="rowdiv.hi")
@@ -48,6 +52,12 @@ class RowDivide:
         b.store(ir.Constant(I32, 0xFFFFFFFF), self.lo)
         b.store(ir.Constant(I32, 0), self.hi)
         b.store(ir.Constant(I1, 1), self.d_ok)
+        if self.lanes is not None:
+            self.it = it = ir.VectorType(I32, self.lanes)
+            self.vlo = kb.alloca_entry(it, name="rowdiv.vlo")
+            self.vhi = kb.alloca_entry(it, name="rowdiv.vhi")
+            b.store(const(it, 0xFFFFFFFF), self.vlo)
+            b.store(const(it, 0), self.vhi)
 
     def applies(self, inst, index) -> bool:
         """`inst` (a divide generated at `index`) is f32 / f32 by a broadcast inside a
@@ -67,30 +77,63 @@ class RowDivide:
         self.used = True
         clear = kb.bounds is not None and kb.bounds.sign_clear(inst.operands[0])
         b = kb.b
-        c = lambda v: ir.Constant(F32, v)  # noqa: E731
-        fma = kb.mcx.intrinsic("llvm.fma.f32", F32, [F32, F32, F32])
-        y = b.fdiv(c(1.0), d)
+        t = a.type
+        vec = isinstance(t, ir.VectorType)
+        it = ir.VectorType(I32, t.count) if vec else I32
+        c = lambda v: const(t, v)  # noqa: E731  (a splat where t is a vector)
+        fma = kb.mcx.intrinsic(f"llvm.fma.{suffix(t)}", t, [t, t, t])
+        if vec:         # d is the same along the row: 1/d and its range once, before the loop
+            d0 = hoisted(kb, lambda: b.extract_element(d, ir.Constant(I32, 0)))
+            y = hoisted(kb, lambda: splat(b, b.fdiv(ir.Constant(F32, 1.0), d0), t.count))
+            hoisted(kb, lambda: self._check_d(b, d0))
+        else:
+            y = b.fdiv(c(1.0), d)
         q = b.fmul(a, y)
         e = b.call(fma, [b.fneg(q), d, a])
         q1 = b.call(fma, [e, y, q])
-        out = q1 if clear else b.call(kb.mcx.intrinsic("llvm.copysign.f32", F32, [F32, F32]), [q1, q])
+        if not clear:
+            q1 = b.call(kb.mcx.intrinsic(f"llvm.copysign.{suffix(t)}", t, [t, t]), [q1, q])
+        if not vec:
+            self._check_d(b, d)
+        u = b.bitcast(a, it)
+        if not clear:
+            u = b.and_(u, const(it, 0x7FFFFFFF))
+        w = b.sub(u, const(it, _NORMAL_BITS))
+        if vec and t.count != self.lanes:       # an epilogue's narrower vector
+            w, u = _reduce(kb, "umin", w), _reduce(kb, "umax", u)
+            it = I32
+        lo, hi = (self.vlo, self.vhi) if it is not I32 else (self.lo, self.hi)
+        umin = kb.mcx.intrinsic(f"llvm.umin.{_isuffix(it)}", it, [it, it])
+        umax = kb.mcx.intrinsic(f"llvm.umax.{_isuffix(it)}", it, [it, it])
+        b.store(b.call(umin, [b.load(lo, typ=it), w]), lo)
+        b.store(b.call(umax, [b.load(hi, typ=it), u]), hi)
+        return q1
+
+    def _check_d(self, b, d):
+        c = lambda v: ir.Constant(F32, v)  # noqa: E731
         d_ok = b.and_(b.fcmp_ordered(">=", d, c(D_LO)), b.fcmp_ordered("<=", d, c(D_HI)))
         b.store(b.and_(b.load(self.d_ok, typ=I1), d_ok), self.d_ok)
-        u = b.bitcast(a, I32)
-        if not clear:
-            u = b.and_(u, ir.Constant(I32, 0x7FFFFFFF))
-        w = b.sub(u, ir.Constant(I32, _NORMAL_BITS))
-        umin = kb.mcx.intrinsic("llvm.umin.i32", I32, [I32, I32])
-        umax = kb.mcx.intrinsic("llvm.umax.i32", I32, [I32, I32])
-        b.store(b.call(umin, [b.load(self.lo, typ=I32), w]), self.lo)
-        b.store(b.call(umax, [b.load(self.hi, typ=I32), u]), self.hi)
-        return out
 
     def redo(self, kb) -> ir.Value:
         """After the row's loop: whether the row must be computed again exactly (a d out
         of range, a normal |a| below 2^-90, an infinity or a NaN)."""
         b = kb.b
+        lo, hi = b.load(self.lo, typ=I32), b.load(self.hi, typ=I32)
+        if self.lanes is not None:          # the vector loop's lanes folded in
+            lo = b.call(kb.mcx.intrinsic("llvm.umin.i32", I32, [I32, I32]),
+                        [lo, _reduce(kb, "umin", b.load(self.vlo, typ=self.it))])
+            hi = b.call(kb.mcx.intrinsic("llvm.umax.i32", I32, [I32, I32]),
+                        [hi, _reduce(kb, "umax", b.load(self.vhi, typ=self.it))])
         ok = b.and_(b.load(self.d_ok, typ=I1), b.and_(
-            b.icmp_unsigned(">=", b.load(self.lo, typ=I32), ir.Constant(I32, A_MIN_BITS - _NORMAL_BITS)),
-            b.icmp_unsigned("<", b.load(self.hi, typ=I32), ir.Constant(I32, _INF_BITS))))
+            b.icmp_unsigned(">=", lo, ir.Constant(I32, A_MIN_BITS - _NORMAL_BITS)),
+            b.icmp_unsigned("<", hi, ir.Constant(I32, _INF_BITS))))
         return b.xor(ok, ir.Constant(I1, 1))
+
+
+def _isuffix(it) -> str:
+    return f"v{it.count}i32" if isinstance(it, ir.VectorType) else "i32"
+
+
+def _reduce(kb, name: str, v):
+    """llvm.vector.reduce.umin/umax of the i32 vector v."""
+    return kb.b.call(kb.mcx.intrinsic(f"llvm.vector.reduce.{name}.{_isuffix(v.type)}", I32, [v.type]), [v])

@@ -294,9 +294,9 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
     envs = []                      # kept alive: generators are memoised by id(env)
     absorbed = {k + 1 for k, m in enumerate(group.members[:-1])
                 if mcx.options.xla and _row_sum_of(group.members[k + 1], m, rows)}
-    ahead, ahead_k = _ahead(kb, group, ptr_of, leaves, absorbed)
-    kb.lanes = lanes = row_vector.plan(group, mcx, bool(absorbed) or ahead is not None)
+    kb.lanes = lanes = row_vector.plan(group, mcx, bool(absorbed))
     group.vector = lanes is not None
+    ahead, ahead_k = _ahead(kb, group, ptr_of, leaves, absorbed)
     cold = set()                   # ids of the blocks of the exact loops (redone rows)
     with for_range(b, lo, hi, name="row") as r:
         if ahead:
@@ -323,13 +323,13 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 target = (scratch[id(m)], True)
             else:
                 target = (ptr_of[id(leaves(m)[0])], False)
-            fast = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE and not lanes else None
+            fast = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE else None
             total = None
             if k + 1 in absorbed:          # the next member, this row's sum, in the same loop
                 s_inst = group.members[k + 1]
                 init = reader(lambda: kb, s_inst.operands[1].shape,
                               (lambda p=ptr_of[id(leaves(s_inst.operands[1])[0])]: p))
-                total = _RowSum(kb, init(Index(b, s_inst.operands[1].shape, multi=[])))
+                total = row_vector.RowSum(kb, init(Index(b, s_inst.operands[1].shape, multi=[])), lanes)
 
             def row_loop(exact: bool):
                 """m's row loop: with the row divide (returned if its fast form was used)
@@ -345,8 +345,10 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 if beside:
                     ahead.start(r, hi)
                 start = len(fn.blocks)
-                _row_loop(kb, m.shape, rows, r, gen, target, None if total is None else total.add, beside,
-                          lanes)
+                scalar = exact and COLD_SCALAR and total is None
+                _row_loop(kb, m.shape, rows, r, gen, target, total, beside, None if scalar else lanes)
+                if beside:
+                    ahead.end()
                 if exact and COLD_SCALAR:
                     cold.update(id(blk) for blk in fn.blocks[start:])
                 rd, kb.row_divide = kb.row_divide, None
@@ -387,27 +389,6 @@ def _row_sum_of(s, m, rows: int) -> bool:
             and sorted(s.attrs["dimensions"]) == [d for d in range(2) if d != _row_dim(m.shape)])
 
 
-class _RowSum:
-    """A reassociating f32/f64 sum carried through a row loop (promoted to a register)."""
-
-    def __init__(self, kb, init):
-        self.kb = kb
-        self.slot = kb.alloca_entry(init.type, name="rowsum")
-        self.type = init.type
-        self.init = init
-        self.reset()
-
-    def reset(self):
-        self.kb.b.store(self.init, self.slot)
-
-    def add(self, v):
-        b = self.kb.b
-        b.store(b.fadd(b.load(self.slot, typ=self.type), v, flags=("contract", "reassoc")), self.slot)
-
-    def value(self):
-        return self.kb.b.load(self.slot, typ=self.type)
-
-
 def _alloca(kb, n: int, name: str):
     b = kb.b
     with at_entry(b, kb.fn):
@@ -426,14 +407,14 @@ def _generator(kb, inst, readers, envs):
     return lambda index: fn(kb, inst, readers, index)
 
 
-def _row_loop(kb, shape, rows, r, gen, target, on_value=None, beside=None, lanes=None, lo=0):
+def _row_loop(kb, shape, rows, r, gen, target, total=None, beside=None, lanes=None, lo=0):
     """Row r of `shape`: gen at each position (physical order, the minor dimension from
-    `lo`), stored into the buffer (row r of it) or the row scratch; each value also passed
-    to `on_value`, each position to `beside`. With `lanes` (2-D shapes): in vectors,
-    hloc.backend.row_vector."""
+    `lo`), stored into the buffer (row r of it) or the row scratch; each value also added
+    to `total` (row_vector.RowSum), each position passed to `beside`. With `lanes` (2-D
+    shapes): in vectors, hloc.backend.row_vector."""
     if lanes is not None and shape.rank == 2:
-        return row_vector.row_loop(kb, shape, rows, r, gen, target, lanes,
-                                   lambda nv: _row_loop(kb, shape, rows, r, gen, target, lo=nv))
+        return row_vector.row_loop(kb, shape, rows, r, gen, target, lambda nv: _row_loop(
+            kb, shape, rows, r, gen, target, total, beside, lo=nv), total, beside)
     b = kb.b
     order = list(reversed(minor_to_major(shape)))      # major to minor; order[0]: the rows
     per_row = shape.size // rows
@@ -453,8 +434,8 @@ def _row_loop(kb, shape, rows, r, gen, target, on_value=None, beside=None, lanes
     v = gen(index)
     p = b.gep(ptr, [inner if in_scratch else lin], source_etype=storage_type(shape.dtype), inbounds=True)
     store_elem(b, shape.dtype, v, p)
-    if on_value is not None:
-        on_value(v)
+    if total is not None:
+        total.add(v)
     if beside is not None:
         beside(index)
     for cm in reversed(stack):

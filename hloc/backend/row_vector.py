@@ -12,19 +12,25 @@ hloc.backend.registry.takes_vectors; the others are computed once per row), ever
 two-dimensional value in it has the group's row shape and layout (so a vector of
 positions is contiguous along the row, and an operand read at the same positions is one
 vector load), and every other value is per row (rank 1 over the rows) or a scalar; any
-other group keeps its scalar loops for LLVM to vectorise.
+other group keeps its scalar loops for LLVM to vectorise. Softmax's group takes it with
+all its row devices: the row-ahead max (hloc.backend.row_ahead, Extremum on vectors), the
+sum carried beside the exp loop (RowSum), e kept in the output's row (row_hosts) and the
+row divide (row_divide, on vectors; its exact redo loop stays scalar).
 
 Sums along the row (f32/f64 add reductions) keep the partial-sum structure LLVM's
 vectoriser gives them, so the bits are the same: VF x IC accumulators (IC = SUM_IC, the
-interleave count LLVM chooses for these loops), the start value in lane 0 of the first
-and -0.0 elsewhere, after the loop acc1+acc0, +acc2, +acc3, then llvm.vector.reduce.fadd
-(reassoc: code generation's halving shuffle tree); then LLVM's epilogue loop over the
-positions left, in vectors of the full or half width (_epilogue_width; one accumulator
-starting from the total in lane 0, reduced the same way); then the positions left after
-it, one by one. The bits were checked equal to LLVM's on rows of 1024, 1000 and 80 f32
-(tests/test_backend_row_vector.py); where LLVM's cost model chooses otherwise for other
-lengths, the sums differ from its within xla-cpu numerics' reassociation, in a fixed
-order all the same. This order is fixed by the shapes, never by the thread count.
+interleave count LLVM chooses for these loops; written as one <IC*VF x T> value, which
+code generation splits into IC registers operation by operation, as the vectoriser
+interleaves), the start value in lane 0 of the first and -0.0 elsewhere, after the loop
+acc1+acc0, +acc2, +acc3, then llvm.vector.reduce.fadd (reassoc: code generation's
+halving shuffle tree); then LLVM's epilogue loop over the positions left, in vectors of
+the full or half width (_epilogue_width; one accumulator starting from the total in lane
+0, reduced the same way); then the positions left after it, one by one. The bits were
+checked equal to LLVM's on rows of 8192, 1024, 1001, 1000 and 80 f32 (softmax's and
+layernorm's sums, tests/test_backend_row_vector.py); where LLVM's cost model chooses
+otherwise for other lengths, the sums differ from its within xla-cpu numerics'
+reassociation, in a fixed order all the same. This order is fixed by the shapes, never
+by the thread count.
 """
 from __future__ import annotations
 
@@ -33,7 +39,7 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from .loops import Index, for_range, i64, linear_of, minor_to_major
-from .types import F32, I32
+from .types import F32, I32, itemsize
 
 SUM_IC = 4              # LLVM's interleave count for these sums (row_loop_hints.row_hints)
 EPILOGUE_MIN_VF = 16    # LLVM's -epilogue-vectorization-minimum-VF: main loop's VF x IC
@@ -54,14 +60,39 @@ def vector_of(t, lanes: int):
     return ir.VectorType(t, lanes)
 
 
+class _Splat(ir.Constant):
+    """A vector constant with one value in every lane, printed as LLVM's `splat (T v)`:
+    written out, a <16 x float> constant is 16 values to print and for LLVM to parse."""
+
+    def __init__(self, vt, value):
+        super().__init__(vt, value)
+        self.value = value
+
+    def _get_reference(self):
+        el = self.type.element
+        return f"splat ({el} {el.format_constant(self.value)})"
+
+
+class _Zero(ir.Constant):
+    """A vector of zeros, printed as `zeroinitializer` (llvmlite writes every lane)."""
+
+    def _get_reference(self):
+        return "zeroinitializer"
+
+
+def const(t, v):
+    """The constant `v` of type `t` (in every lane where `t` is a vector type)."""
+    return _Splat(t, v) if isinstance(t, ir.VectorType) else ir.Constant(t, v)
+
+
 def splat(b, v, lanes: int):
     """`v` (a scalar) in every lane."""
     vt = ir.VectorType(v.type, lanes)
     if isinstance(v, ir.Constant):
-        return ir.Constant(vt, v.constant)
-    one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I32, 0))
-    zeros = ir.Constant(ir.VectorType(I32, lanes), [0] * lanes)
-    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), zeros)
+        return const(vt, v.constant)
+    zero = _Zero(vt, None)
+    one = b.insert_element(zero, v, ir.Constant(I32, 0))
+    return b.shuffle_vector(one, zero, _Zero(ir.VectorType(I32, lanes), None))
 
 
 def suffix(t) -> str:
@@ -71,12 +102,15 @@ def suffix(t) -> str:
     return "f32" if t == F32 else "f64"
 
 
-def plan(group, mcx, excluded: bool) -> int | None:
-    """The lanes of `group`'s vector form, or None (its scalar loops). `excluded`: the
-    group uses a scalar-only row device (the row ahead, a sum carried beside a loop,
-    hosted rows)."""
+def plan(group, mcx, carries_sum: bool = False) -> int | None:
+    """The lanes of `group`'s vector form, or None (its scalar loops). `carries_sum`: a
+    member's loop also adds up the row (row_groups: softmax's sum(e) in e's loop). The
+    interleave count LLVM gives such a loop follows its register pressure: SUM_IC for
+    softmax's exp loop with AVX-512's 32 vector registers, 2 with AVX2's 16 (4 for a loop
+    that only sums); so only 64-byte vectors take such groups, and their sums keep the
+    scalar form's bits."""
     from .registry import takes_vectors
-    if not ENABLED or excluded or not mcx.options.xla or group.hosts:
+    if not ENABLED or not mcx.options.xla:
         return None
     rows = group.rows
     shape = None
@@ -105,9 +139,19 @@ def plan(group, mcx, excluded: bool) -> int | None:
     if shape is None or shape.dims[minor_to_major(shape)[-1]] != rows:
         return None
     lanes = width(getattr(mcx, "features", None), mcx.module.triple, shape.dtype)
-    if lanes is None or shape.dims[minor_to_major(shape)[0]] < lanes * SUM_IC:
+    if lanes is None or shape.dims[minor_to_major(shape)[0]] < lanes * SUM_IC \
+            or carries_sum and lanes * itemsize(shape.dtype) < 64:
         return None
     return lanes
+
+
+def split(b, v, lanes: int) -> list:
+    """Vector `v` in parts of `lanes` (the registers code generation splits it into)."""
+    n = v.type.count
+    if n == lanes:
+        return [v]
+    return [b.shuffle_vector(v, v, ir.Constant(ir.VectorType(I32, lanes), list(range(k, k + lanes))))
+            for k in range(0, n, lanes)]
 
 
 @contextmanager
@@ -142,87 +186,145 @@ def vector_loop(kb, start: int, stop: int, step: int, name: str):
 def per_row(kb, emit, lanes: int):
     """`emit()` (a scalar the same at every position of the row) splat to `lanes`, emitted
     before the current vector loop (vector_loop) where there is one."""
+    return hoisted(kb, lambda: splat(kb.b, emit(), lanes))
+
+
+def hoisted(kb, emit):
+    """`emit()` (a value the same at every position of the row) emitted before the
+    current vector loop (vector_loop) where there is one."""
     b = kb.b
     if kb.hoist is None:
-        return splat(b, emit(), lanes)
+        return emit()
     here = b.block
     b.position_at_end(kb.hoist)
-    v = splat(b, emit(), lanes)
+    v = emit()
     kb.hoist = b.block                  # emit() may have added blocks (a loop)
     b.position_at_end(here)
     return v
 
 
-def vector_index(b, shape, multi, linear, lanes):
-    """The position of `lanes` consecutive elements along `shape`'s minor dimension."""
-    return Index(b, shape, multi=multi, linear=linear, lanes=lanes)
+class RowSum:
+    """A sum along a row (f32/f64) carried through the loops that visit its positions:
+    with `lanes`, in the vectoriser's order (module docstring: its SUM_IC accumulators of
+    `lanes` are the parts of one <SUM_IC*lanes x T>; along_row moves the sum from them to
+    the epilogue's and to the positions one by one), else one reassociating scalar that
+    LLVM's vectoriser splits."""
+
+    def __init__(self, kb, init, lanes=None):
+        self.kb, self.init, self.t, self.lanes = kb, init, init.type, lanes
+        self.slot = kb.alloca_entry(self.t, name="rowsum")     # with lanes: the tail's
+        if lanes is not None:
+            self.vt = ir.VectorType(self.t, lanes * SUM_IC)
+            self.acc = kb.alloca_entry(self.vt, name="vsum")
+        self.reset()
+
+    def reset(self) -> None:
+        b = self.kb.b
+        if self.lanes is None:
+            b.store(self.init, self.slot)
+            return
+        self.epi = None
+        b.store(b.insert_element(const(self.vt, -0.0), self.init, ir.Constant(I32, 0)), self.acc)
+
+    def add(self, v) -> None:
+        """v (a scalar, or a vector of the main loop's or the epilogue's) added in."""
+        b = self.kb.b
+        if self.lanes is None:
+            flags = ("contract", "reassoc")
+        else:
+            # The order is written out: no `reassoc` on the adds, which would let the
+            # optimiser regroup them (it did where the main loop runs once).
+            flags = ("contract",)
+        slot = self.slot
+        if isinstance(v.type, ir.VectorType):   # the epilogue's once it has started
+            slot = self.acc if self.epi is None else self.epi
+        b.store(b.fadd(b.load(slot, typ=v.type), v, flags=flags), slot)
+
+    def after_main(self) -> None:
+        b = self.kb.b
+        parts = split(b, b.load(self.acc, typ=self.vt), self.lanes)
+        acc = parts[0]
+        for p in parts[1:]:     # no contract: an accumulator that is one product (a loop
+            acc = b.fadd(p, acc)    # run once, unrolled) is not fused into this add
+        b.store(_reduce(self.kb, acc, ("contract",)), self.slot)
+
+    def start_epilogue(self, width: int) -> None:
+        b = self.kb.b
+        self.ht = ht = ir.VectorType(self.t, width)
+        self.epi = self.kb.alloca_entry(ht, name="vsum.epilogue")
+        b.store(b.insert_element(const(ht, -0.0), self.value(), ir.Constant(I32, 0)), self.epi)
+
+    def after_epilogue(self) -> None:
+        b = self.kb.b
+        b.store(_reduce(self.kb, b.load(self.epi, typ=self.ht), ("contract",)), self.slot)
+
+    def value(self):
+        return self.kb.b.load(self.slot, typ=self.t)
+
+
+def along_row(kb, n: int, body, total=None, ways: int = 1, name: str = "v") -> int:
+    """`body(c, width)` at the positions c of a row of `n`: a loop over vectors of `ways`
+    times kb.lanes (code generation splits them into `ways` registers, operation by
+    operation, as the vectoriser interleaves), then with a reduction `total` (RowSum, or one
+    with its after_main / start_epilogue / after_epilogue) LLVM's epilogue loop
+    (_epilogue_width); returns the first position left (for the caller's loop one by
+    one, where `total` then carries on)."""
+    lanes = kb.lanes
+    step = lanes * ways
+    nv = n - n % step
+    with vector_loop(kb, 0, nv, step, name) as c:
+        body(c, step)
+    if total is None:
+        return nv
+    total.after_main()
+    half = _epilogue_width(lanes, ways, n - nv)
+    if half is not None:
+        total.start_epilogue(half)
+        ne = n - (n - nv) % half
+        with vector_loop(kb, nv, ne, half, f"e{name[1:]}") as c:
+            body(c, half)
+        total.after_epilogue()
+        nv = ne
+    return nv
 
 
 def row_sum(kb, inst, gen, init, multi, minor: int):
     """Reduce `inst` (an add of one f32/f64 operand over its minor dimension, the other
     entries of `multi` fixed) from `init` in the vectoriser's order (module docstring);
     `gen(index)` generates the operand (at vector indexes too)."""
+    total = RowSum(kb, init, kb.lanes)
+    along_minor(kb, inst.operands[0].shape, multi, minor, gen, total, SUM_IC)
+    return total.value()
+
+
+def along_minor(kb, shape, multi, minor: int, gen, total, ways: int) -> None:
+    """`total.add(gen(index))` at every position of `shape`'s minor dimension (the
+    other entries of `multi` fixed): along_row's loops, then the positions left one by
+    one."""
     b = kb.b
-    shape0 = inst.operands[0].shape
-    n = shape0.dims[minor]
-    lanes = kb.lanes
-    step = lanes * SUM_IC
-    nv = n - n % step
-    t = init.type
-    vt = ir.VectorType(t, lanes)
-    # The order is written out: no `reassoc` on the adds, which would let the optimiser
-    # regroup them (it did where the main loop runs once); `contract` as the reducer's.
-    flags = ("contract",)
-    neg0 = ir.Constant(vt, -0.0)
-    first = b.insert_element(neg0, init, ir.Constant(I32, 0))
-    slots = [kb.alloca_entry(vt, name="vsum") for _ in range(SUM_IC)]
-    for k, s in enumerate(slots):
-        b.store(first if k == 0 else neg0, s)
+    n = shape.dims[minor]
     at0 = list(multi)
     at0[minor] = i64(0)
-    base = linear_of(b, shape0, at0)        # the row's start, once per row
+    base = linear_of(b, shape, at0)        # the row's start, once per row
 
-    def at(c, k=0):
-        pos = c if k == 0 else b.add(c, i64(k), flags=("nsw", "nuw"))
+    def at(c, width=None):
         m = list(multi)
-        m[minor] = pos
-        return m, b.add(base, pos, flags=("nsw", "nuw"))
-    with vector_loop(kb, 0, nv, step, f"v{minor}") as c:
-        for k, s in enumerate(slots):
-            x = gen(vector_index(b, shape0, *at(c, k * lanes), lanes))
-            b.store(b.fadd(b.load(s, typ=vt), x, flags=flags), s)
-    acc = b.load(slots[0], typ=vt)
-    for s in slots[1:]:     # no contract: an accumulator that is one product (a loop run
-        acc = b.fadd(b.load(s, typ=vt), acc)    # once, unrolled) is not fused into this add
-    total = _reduce(kb, acc, flags)
-    half = _epilogue_width(lanes, n - nv)
-    if half is not None:
-        ht = ir.VectorType(t, half)
-        slot = kb.alloca_entry(ht, name="vsum.epilogue")
-        b.store(b.insert_element(ir.Constant(ht, -0.0), total, ir.Constant(I32, 0)), slot)
-        ne = n - (n - nv) % half
-        with vector_loop(kb, nv, ne, half, f"e{minor}") as c:
-            x = gen(vector_index(b, shape0, *at(c), half))
-            b.store(b.fadd(b.load(slot, typ=ht), x, flags=flags), slot)
-        total = _reduce(kb, b.load(slot, typ=ht), flags)
-        nv = ne
-    if nv == n:
-        return total
-    slot = kb.alloca_entry(t, name="vsum.tail")
-    b.store(total, slot)
-    with for_range(b, nv, n, name=f"t{minor}") as c:
-        x = gen(Index(b, shape0, *at(c)))
-        b.store(b.fadd(b.load(slot, typ=t), x, flags=flags), slot)
-    return b.load(slot, typ=t)
+        m[minor] = c
+        index = Index(b, shape, multi=m, linear=b.add(base, c, flags=("nsw", "nuw")), lanes=width)
+        total.add(gen(index))
+    nv = along_row(kb, n, at, total, ways, f"v{minor}")
+    if nv < n:
+        with for_range(b, nv, n, name=f"t{minor}") as c:
+            at(c)
 
 
-def _epilogue_width(lanes: int, rest: int) -> int | None:
+def _epilogue_width(lanes: int, ways: int, rest: int) -> int | None:
     """The width of LLVM's epilogue vector loop over the `rest` positions the main loop
     leaves (None: none, they are added one by one): with a main loop of at least
     EPILOGUE_MIN_VF elements per iteration, the width (the main loop's or half of it, at
     most `rest`) with the fewest vector plus scalar iterations, the wider on a tie (as
     LLVM chose on rows of 80 and 1000 f32: 16 and 8 with AVX-512, 8 and 8 with AVX2)."""
-    if lanes * SUM_IC < EPILOGUE_MIN_VF:
+    if lanes * ways < EPILOGUE_MIN_VF:
         return None
     best = None
     for w in (lanes, lanes // 2):
@@ -264,25 +366,35 @@ def reduce_takes_vectors(inst) -> bool:
 
 
 
-def row_loop(kb, shape, rows, r, gen, target, lanes: int, scalar_loop) -> None:
-    """Row r of 2-D `shape` (rows major): gen over vectors of `lanes` positions, stored
-    into the buffer (row r of it) or the row scratch (`target`: (pointer, in scratch));
-    the positions after the last whole vector by `scalar_loop(lo)`, one by one."""
+def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=None) -> None:
+    """Row r of 2-D `shape` (rows major): gen over vectors of kb.lanes positions, stored
+    into the buffer (row r of it) or the row scratch (`target`: (pointer, in scratch)),
+    each value added to the RowSum `total` and each position passed to `beside(index)`;
+    the positions after the last whole vector by `scalar_loop(lo)`, one by one. With a
+    sum or `beside`, SUM_IC registers of vectors an iteration (the vectoriser's
+    interleaving of such loops, whose partial sums are the bits)."""
     from .types import storage_type, vector_store
     b = kb.b
     minor = minor_to_major(shape)[0]
     n = shape.dims[minor]
     per_row = shape.size // rows
-    nv = n - n % lanes
     ptr, in_scratch = target
     base = b.mul(r, i64(per_row), flags=("nsw", "nuw"))
-    with vector_loop(kb, 0, nv, lanes, f"v{minor}") as c:
+
+    def body(c, width):
         lin = b.add(base, c, flags=("nsw", "nuw"))
         multi = [None] * 2
         multi[minor], multi[1 - minor] = c, r
-        v = gen(vector_index(b, shape, multi, lin, lanes))
+        index = Index(b, shape, multi=multi, linear=lin, lanes=width)
+        v = gen(index)
         p = b.gep(ptr, [c if in_scratch else lin], source_etype=storage_type(shape.dtype), inbounds=True)
         vector_store(b, v, p)
+        if total is not None:
+            total.add(v)
+        if beside is not None:
+            beside(index)
+    ways = 1 if total is None and beside is None else SUM_IC
+    nv = along_row(kb, n, body, total, ways, f"v{minor}")
     if nv < n:
         scalar_loop(nv)
 
@@ -293,12 +405,13 @@ def row_reader(kb, shape, slot, r, rows):
     from .types import load_elem, storage_type, vector_load
     st = storage_type(shape.dtype)
     per_row = shape.size // rows
+    minor = minor_to_major(shape)[0]
 
     def read(index):
         b = kb.b
-        off = b.sub(index.offset_in(shape), b.mul(r, i64(per_row)))
-        p = b.gep(slot, [off], source_etype=st, inbounds=True)
-        if index.lanes is not None:     # contiguous: plan
+        if index.lanes is not None:     # contiguous in the group's row layout (plan):
+            p = b.gep(slot, [index.multi[minor]], source_etype=st, inbounds=True)   # at its column
             return vector_load(b, shape.dtype, p, index.lanes)
-        return load_elem(b, shape.dtype, p)
+        off = b.sub(index.offset_in(shape), b.mul(r, i64(per_row)))
+        return load_elem(b, shape.dtype, b.gep(slot, [off], source_etype=st, inbounds=True))
     return read

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .row_vector import suffix
+from .row_vector import const, suffix
 from .types import I32
 
 # exp(r) ~ sum c_k r^k on |r| <= ln2/2 (weighted least squares iterated to minimax
@@ -48,8 +48,8 @@ def exp_f32(kb, x, upper: bool = True):
     t = x.type                          # f32, or <W x f32> (hloc.backend.row_vector)
     it = ir.VectorType(I32, t.count) if isinstance(t, ir.VectorType) else I32
     sfx = suffix(t)
-    c = lambda v: ir.Constant(t, v)     # noqa: E731  (a splat where t is a vector)
-    ic = lambda v: ir.Constant(it, v)   # noqa: E731
+    c = lambda v: const(t, v)           # noqa: E731  (a splat where t is a vector)
+    ic = lambda v: const(it, v)         # noqa: E731
     fmuladd = kb.mcx.intrinsic(f"llvm.fmuladd.{sfx}", t, [t, t, t])
     fma = lambda a, m, s: b.call(fmuladd, [a, m, s])    # noqa: E731
     x = b.select(b.fcmp_ordered("<", x, c(_LO)), c(_LO), x)
