@@ -37,7 +37,7 @@ NOT_SETTINGS = {
     "row_loop_hints": {"NO_UNROLL"},
     "settings": {"MODULE", "RUNTIME"},
     "threadpool": {"ENTRY", "STOP", "FPENV_ARCHS", "FUTEX_WAIT", "FUTEX_WAKE", "STOPPING"},
-    "threadpool_jit": {"ENTRY", "STOP", "FORK_WAIT", "SWITCH_INTERVAL"},
+    "threadpool_jit": {"ENTRY", "STOP", "FORK_WAIT"},
 }
 PLAIN = (bool, int, float, str, tuple, type(None))
 

@@ -18,7 +18,6 @@ it passes the same symbol check as a fresh one. A hit costs no IR generation (~3
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 
@@ -81,7 +80,6 @@ def _llvm_lock():
     return lock if hasattr(lock, "acquire") and hasattr(lock, "release") else None
 
 
-SWITCH_INTERVAL = 0.0002     # seconds: the GIL's switch interval while install_ahead runs
 FORK_WAIT = 10.0             # seconds os.fork waits at most for an install under way
 _fork_held: list = []
 if hasattr(os, "register_at_fork"):
@@ -103,18 +101,10 @@ def install_ahead(cache_dir=None) -> None:
 
 
 def _install_quietly(cache_dir) -> None:
-    # The Python of this install (the runtime's IR, ~2.5 ms; the runtime table, ~3 ms the
-    # first time) holds the GIL while the module beside it compiles in LLVM: that thread
-    # waited up to the switch interval (5 ms) for it after each of its LLVM calls. A
-    # shorter interval while this runs (process-wide, then put back).
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(min(old, SWITCH_INTERVAL))
     try:
         install(cache_dir)
     except Exception:         # noqa: BLE001  (raised again by the install the load makes)
         pass
-    finally:
-        sys.setswitchinterval(old)
 
 
 def install(cache_dir=None) -> dict:
