@@ -203,6 +203,38 @@ def test_fork_while_the_runtime_installs(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
+def test_fork_while_another_thread_compiles(tmp_path):
+    """os.fork while another thread compiles under LLVM's default options (it counts as
+    a user of compile_threads.OPTIONS_LOCK): the child has no such thread, so a compile
+    of its own under other options must not wait for it (it hung there for good)."""
+    r = _script("""
+        import signal
+        from hloc.backend import compile_threads
+        held, done = threading.Event(), threading.Event()
+        def compiling():
+            with compile_threads.OPTIONS_LOCK:
+                held.set()
+                done.wait()
+        t = threading.Thread(target=compiling)
+        t.start()
+        held.wait()
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(30)                           # a hang fails the test
+            compile_threads.OPTIONS_LOCK.acquire(compile_threads.BRIEF_OPTIONS)
+            compile_threads.OPTIONS_LOCK.release()
+            x = np.arange(N, dtype=np.float32)
+            exe = compile_module(hloc.parse(ADD), threads=2)
+            os._exit(0 if exe.run([x]).tobytes() == (x + x).tobytes() else 3)
+        _, status = os.waitpid(pid, 0)
+        done.set()
+        t.join()
+        assert status == 0, status
+        print("ok")
+        """, tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
 def test_exit_with_workers_alive(tmp_path):
     """Interpreter exit (normal, sys.exit, and with a daemon thread still calling) while
     pool workers are alive: no hang, no crash."""

@@ -103,6 +103,20 @@ class _Options:
                 self._current = DEFAULT_OPTIONS
             self._cond.notify_all()
 
+    def hold_for_fork(self, timeout: float) -> bool:
+        """Take the condition's lock (no thread is then inside acquire or release, nor
+        setting options) for os.fork; False where `timeout` ran out."""
+        return self._cond.acquire(timeout=timeout)
+
+    def after_fork(self, child: bool) -> None:
+        """The parent lets go; the child has none of the compiling threads: no users,
+        and a fresh condition (a compile under other options would otherwise wait for
+        them for good)."""
+        if child:
+            self._cond, self._users = threading.Condition(threading.Lock()), 0
+        else:
+            self._cond.release()
+
     def __enter__(self):
         self.acquire(DEFAULT_OPTIONS)
 

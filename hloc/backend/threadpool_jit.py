@@ -18,6 +18,7 @@ it passes the same symbol check as a fresh one. A hit costs no IR generation (~3
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 
@@ -40,36 +41,55 @@ _origin: list = []           # "compiled" or "cache"
 def _before_fork() -> None:
     """os.fork waits (bounded: the wait might be on the forking thread itself) for an
     install under way: install_ahead's thread to its end, whoever holds `_lock` to its
-    release, and then llvmlite's own lock (any thread in a locked LLVM call, such as
-    one disposing of the install's LLVM objects). The child has none of those threads:
-    it would inherit either lock held for good and hang at its first install or LLVM call."""
+    release; then for compile_threads.OPTIONS_LOCK's own lock (a thread setting LLVM's
+    options) and llvmlite's lock (any thread in a locked LLVM call, such as one
+    disposing of the install's LLVM objects), in the order those threads take them. The
+    child has none of those threads: it would inherit a lock held for good, or compiles
+    counted that never end, and hang at its first install or LLVM call."""
     deadline = time.monotonic() + FORK_WAIT
+
+    def left():
+        return max(0.0, deadline - time.monotonic())
     ahead = _ahead
     if ahead is not None and ahead is not threading.current_thread():
         ahead.join(FORK_WAIT)
-    got = _lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+    got = _lock.acquire(timeout=left())
+    options = _options_lock()
+    options = options if options is not None and options.hold_for_fork(left()) else None
     llvm_lock = _llvm_lock()
-    held = llvm_lock is not None and llvm_lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
-    _fork_held.append((got, llvm_lock if held else None))
+    held = llvm_lock is not None and llvm_lock.acquire(timeout=left())
+    _fork_held.append((got, options, llvm_lock if held else None))
 
 
 def _after_fork_parent() -> None:
-    got, llvm_lock = _fork_held.pop()
+    got, options, llvm_lock = _fork_held.pop()
     if llvm_lock is not None:
         llvm_lock.release()
+    if options is not None:
+        options.after_fork(child=False)
     if got:
         _lock.release()
 
 
 def _after_fork_child() -> None:
     """Fresh locks of our own (whatever the parent's threads held), no install thread (an
-    install the parent had not finished is made again by the child's first load), and
-    llvmlite's lock released where the fork took it."""
+    install the parent had not finished is made again by the child's first load),
+    OPTIONS_LOCK without the parent's compiles, and llvmlite's lock released where the
+    fork took it."""
     global _lock, _start, _ahead
-    _, llvm_lock = _fork_held.pop()
+    _, _, llvm_lock = _fork_held.pop()
     if llvm_lock is not None:
         llvm_lock.release()
+    options = _options_lock()
+    if options is not None:
+        options.after_fork(child=True)
     _lock, _start, _ahead = threading.Lock(), threading.Lock(), None
+
+
+def _options_lock():
+    """compile_threads.OPTIONS_LOCK where that module is loaded (nothing to hold before)."""
+    mod = sys.modules.get(f"{__package__}.compile_threads")
+    return getattr(mod, "OPTIONS_LOCK", None)
 
 
 def _llvm_lock():
