@@ -31,7 +31,7 @@ MODULE = (
     ("row_groups", ("ROW_BYTES", "SCRATCH_BYTES", "MIN_BYTES", "FAST_DIVIDE",
                     "PARALLEL_ACCESSES", "COLD_SCALAR")),
     ("row_hosts", ("HOST_BYTES",)),
-    ("row_loop_hints", ("LONG_CHAIN",)),
+    ("row_loop_hints", ("LONG_CHAIN", "KEEP_INTERLEAVE", "SCALAR")),
     ("row_vector", ("SUM_IC", "EPILOGUE_MIN_VF", "ENABLED")),
     ("split_reduce", ("CHUNK", "MAX_GROUPS", "MIN_WORK")),
     ("xla_math", ("CONTRACT", "TANH_F32", "TANH_F64")),
