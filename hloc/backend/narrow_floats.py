@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 from llvmlite import ir
 
+from .context import ModuleContext
 from .types import F32, I8, I32, I64
 
 NARROW = frozenset({"f8e5m2", "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz", "f8e3m4", "f8e5m2fnuz",
@@ -61,6 +62,7 @@ def tables(dt):
 
 
 def _global(module, name, arr, ty):
+    name = ModuleContext.fixed(name)      # a family of context.RESERVED: no dump name takes it
     g = module.globals.get(name)
     if g is None:
         at = ir.ArrayType(ty, len(arr))
