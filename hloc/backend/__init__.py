@@ -49,9 +49,10 @@ from __future__ import annotations
 from . import (conversions, convolution, custom_calls, elementwise, fft,  # noqa: F401
                indexing, linalg, reductions, rng, sorting, structural, windows)
 from . import global_view  # noqa: F401,E402  (sharding annotations of global-view dumps)
-# imported where the first kernel with an f32 exp is emitted otherwise (elementwise.py
-# imports it late), which put its import (~0.9 ms from source) into that compile
-from . import vmath  # noqa: F401,E402
+# Modules every compile (or the first f32 exp, narrow float) reaches, imported late where
+# they are used (to keep import cycles out): imported here, their import (~4.5 ms from
+# source in all) is not paid inside the first compile of a process
+from . import device_runtime, expand, narrow_floats, settings, vmath  # noqa: F401,E402
 from ..diagnostics import UnsupportedError
 from .context import Options
 from .executable import Executable
