@@ -234,6 +234,39 @@ def test_vector_row_divide_exact_loop_stays_scalar():
     assert "fma.v" in text and "fdiv <" not in text and "fdiv float" in text
 
 
+def _vector_loop_bodies(text):
+    """{label: text} of the explicit vector loops' body blocks (row_vector.vector_loop's
+    v<d>.body and the epilogue's e<d>.body) in emit-llvm's IR."""
+    import re
+    blocks = re.split(r"\n(?=[^\s;][^\n]*:\n)", text)
+    return {blk.split(":", 1)[0]: blk for blk in blocks if re.match(r"[ve]\d+\.body", blk)}
+
+
+@needs_vectors
+@pytest.mark.parametrize("rows,cols", [(32, 8192), (150, 1001)])
+def test_vector_row_divide_reduces_across_lanes_after_its_loop(rows, cols, monkeypatch, tmp_path):
+    """Softmax divided by the row's sum of x: the divide is the member whose loop
+    carries the row-ahead max, in SUM_IC registers an iteration; its range checks fold
+    them lane by lane into one register's accumulators, and across lanes only after the
+    loop (no llvm.vector.reduce in any vector loop body). The bits: the scalar form's."""
+    module = _prepared(_softmax(rows, cols, "x"))
+    text = emit_llvm(module, numerics="xla-cpu", optimized=False)
+    bodies = _vector_loop_bodies(text)
+    assert any(f"<{row_vector.SUM_IC * 16} x float>" in blk or f"<{row_vector.SUM_IC * 8} x float>" in blk
+               for blk in bodies.values())
+    assert any("fma.v" in blk for blk in bodies.values())        # the divide is in one
+    assert [k for k, blk in bodies.items() if "vector.reduce" in blk] == []
+    assert "llvm.vector.reduce.umin" in text
+    x = _edge_rows(rows, cols)
+    outs = []
+    for vector in (True, False):
+        monkeypatch.setattr(row_vector, "ENABLED", vector)
+        assert _vector(module) == vector
+        outs.append(compile_module(module, threads=2, cache_dir=tmp_path / str(vector)).run([x]).tobytes())
+    assert outs[0] == outs[1]       # (a sum of x near 0 is ill-conditioned: no tolerance
+    #                                  against the interpreter's sequential sum holds)
+
+
 _AVX2_CHILD = """
 import sys
 import numpy as np
