@@ -103,7 +103,7 @@ def _jit(module, monkeypatch=None):
 
 # (module, parts, headers' settings): row modules in explicit vector code (the lean
 # passes; code generation at 1), a brief one, and modules in parts
-LEAN = "lean(sroa,instcombine,simplifycfg,loop-rotate)"
+LEAN = llvm_parts.LEAN_NAME
 CASES = {
     "softmax": (1, [(LEAN, "off", "brief", 1)]),
     "layernorm": (1, [(LEAN, "off", "brief", 1)]),

@@ -157,10 +157,11 @@ def split(b, v, lanes: int) -> list:
 @contextmanager
 def vector_loop(kb, start: int, stop: int, step: int, name: str):
     """A loop over [start, stop) by `step` (start < stop: the vector loops run at least
-    once), rotated (the body, then one test: the lean pipeline, hloc.backend.jit.LEAN_ROWS,
-    has no loop rotation), with a block before it that stays open while the body is
-    emitted (kb.hoist): values the same along the row (a per-row broadcast, and what it
-    is computed from) are emitted there, once per row, by `per_row` (nor has it LICM)."""
+    once), rotated (the body, then one test: the form LoopRotate leaves a loop in), with a
+    block before it that stays open while the body is emitted (kb.hoist): values the same
+    along the row (a per-row broadcast, and what it is computed from) are emitted there,
+    once per row, by `per_row` (the lean pipeline, hloc.backend.jit.LEAN_ROWS and
+    compile_threads.LEAN_PASSES, has no LICM)."""
     assert start < stop
     b = kb.b
     hoist = b.append_basic_block(f"{name}.row")
