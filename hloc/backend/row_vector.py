@@ -56,10 +56,6 @@ def width(features: str, triple: str, dt) -> int | None:
     return None if size is None else size // (4 if dt.name == "f32" else 8)
 
 
-def vector_of(t, lanes: int):
-    return ir.VectorType(t, lanes)
-
-
 class _Splat(ir.Constant):
     """A vector constant with one value in every lane, printed as LLVM's `splat (T v)`:
     written out, a <16 x float> constant is 16 values to print and for LLVM to parse."""
@@ -364,7 +360,6 @@ def reduce_takes_vectors(inst) -> bool:
     """The lanes facet of reduce: an f32/f64 sum along the minor dimension of a 2-D
     operand (row_sum)."""
     return _row_add(inst) is not None
-
 
 
 def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=None) -> None:
