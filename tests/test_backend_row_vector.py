@@ -13,36 +13,13 @@ from hloc.cli_backend import prepare_for_cpu
 from hloc.ir.dtypes import DTYPES
 from hloc.compare import ErrorSpec, near
 from hloc.runner import run_module
+from row_modules import layernorm as _layernorm, softmax as _softmax, vector_code as _vector
 
 _ADD = """add_f {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
   ROOT r = f32[] add(a, b)
 }
-"""
-
-
-def _layernorm(rows, cols, tail="multiply(d, rb)"):
-    return f"""HloModule layernorm
-{_ADD}
-ENTRY e {{
-  x = f32[{rows},{cols}] parameter(0)
-  zero = f32[] constant(0)
-  n = f32[] constant({cols})
-  nb = f32[{rows}] broadcast(n), dimensions={{}}
-  s = f32[{rows}] reduce(x, zero), dimensions={{1}}, to_apply=add_f
-  mean = f32[{rows}] divide(s, nb)
-  mb = f32[{rows},{cols}] broadcast(mean), dimensions={{0}}
-  d = f32[{rows},{cols}] subtract(x, mb)
-  d2 = f32[{rows},{cols}] multiply(d, d)
-  v = f32[{rows}] reduce(d2, zero), dimensions={{1}}, to_apply=add_f
-  var = f32[{rows}] divide(v, nb)
-  eps = f32[] constant(1e-05)
-  epsb = f32[{rows}] broadcast(eps), dimensions={{}}
-  rs = f32[{rows}] rsqrt(add(var, epsb))
-  rb = f32[{rows},{cols}] broadcast(rs), dimensions={{0}}
-  ROOT y = f32[{rows},{cols}] {tail}
-}}
 """
 
 
@@ -53,11 +30,6 @@ def _prepared(text):
 def _groups(module):
     comp = module.entry
     return list({id(g): g for g in row_groups.plan(comp, buffers.plan(comp, lambda c: 0)).values()}.values())
-
-
-def _vector(module, numerics="xla-cpu") -> bool:
-    """Whether the module's code has explicit <W x float> row loops."""
-    return "load <" in emit_llvm(module, numerics=numerics, optimized=False)
 
 
 def _x(shape, seed=0):
@@ -136,31 +108,6 @@ def test_vector_exp_has_the_scalar_bits(cols, monkeypatch, tmp_path):
     monkeypatch.setattr(row_vector, "ENABLED", False)
     scalar = np.asarray(compile_module(module, cache_dir=tmp_path / "s").run([x]))
     np.testing.assert_array_equal(got, scalar)
-
-
-def _softmax(rows, cols, sum_of="e"):
-    """Softmax; `sum_of` "x": divided by the row's sum of x instead (no sum carried in
-    e's loop: row_groups adds up only the member just before)."""
-    return f"""HloModule softmax
-{_ADD}
-max_f {{
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] maximum(a, b)
-}}
-ENTRY e {{
-  x = f32[{rows},{cols}] parameter(0)
-  ninf = f32[] constant(-inf)
-  mx = f32[{rows}] reduce(x, ninf), dimensions={{1}}, to_apply=max_f
-  mxb = f32[{rows},{cols}] broadcast(mx), dimensions={{0}}
-  d = f32[{rows},{cols}] subtract(x, mxb)
-  e = f32[{rows},{cols}] exponential(d)
-  zero = f32[] constant(0)
-  s = f32[{rows}] reduce({sum_of}, zero), dimensions={{1}}, to_apply=add_f
-  sb = f32[{rows},{cols}] broadcast(s), dimensions={{0}}
-  ROOT r = f32[{rows},{cols}] divide(e, sb)
-}}
-"""
 
 
 def _edge_rows(rows, cols):
