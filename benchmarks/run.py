@@ -38,10 +38,12 @@ from hloc.inputs import bind_arguments, flatten_leaves, load_npz  # noqa: E402
 from hloc.runner import run_module  # noqa: E402
 from timing import best  # noqa: E402  (benchmarks/timing.py)
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from row_modules import layernorm as _layernorm, softmax as _softmax  # noqa: E402  (the row tests' texts)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 _ADD = "add_f {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] add(a, b)\n}\n"
-_MAX = "max_f {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] maximum(a, b)\n}\n"
 
 
 def _sum_xyz(n):
@@ -87,50 +89,6 @@ ENTRY e {{
   s = f32[] reduce(sq, zero), dimensions={{0}}, to_apply=add_f
   cnt = f32[] constant({n})
   ROOT m = f32[] divide(s, cnt)
-}}
-"""
-
-
-def _softmax(rows, cols):
-    return f"""HloModule softmax
-{_ADD}
-{_MAX}
-ENTRY e {{
-  x = f32[{rows},{cols}] parameter(0)
-  ninf = f32[] constant(-inf)
-  mx = f32[{rows}] reduce(x, ninf), dimensions={{1}}, to_apply=max_f
-  mxb = f32[{rows},{cols}] broadcast(mx), dimensions={{0}}
-  d = f32[{rows},{cols}] subtract(x, mxb)
-  e = f32[{rows},{cols}] exponential(d)
-  zero = f32[] constant(0)
-  s = f32[{rows}] reduce(e, zero), dimensions={{1}}, to_apply=add_f
-  sb = f32[{rows},{cols}] broadcast(s), dimensions={{0}}
-  ROOT r = f32[{rows},{cols}] divide(e, sb)
-}}
-"""
-
-
-def _layernorm(rows, cols):
-    return f"""HloModule layernorm
-{_ADD}
-ENTRY e {{
-  x = f32[{rows},{cols}] parameter(0)
-  zero = f32[] constant(0)
-  n = f32[] constant({cols})
-  nb = f32[{rows}] broadcast(n), dimensions={{}}
-  s = f32[{rows}] reduce(x, zero), dimensions={{1}}, to_apply=add_f
-  mean = f32[{rows}] divide(s, nb)
-  mb = f32[{rows},{cols}] broadcast(mean), dimensions={{0}}
-  d = f32[{rows},{cols}] subtract(x, mb)
-  d2 = f32[{rows},{cols}] multiply(d, d)
-  v = f32[{rows}] reduce(d2, zero), dimensions={{1}}, to_apply=add_f
-  var = f32[{rows}] divide(v, nb)
-  eps = f32[] constant(1e-05)
-  epsb = f32[{rows}] broadcast(eps), dimensions={{}}
-  ve = f32[{rows}] add(var, epsb)
-  rs = f32[{rows}] rsqrt(ve)
-  rb = f32[{rows},{cols}] broadcast(rs), dimensions={{0}}
-  ROOT y = f32[{rows},{cols}] multiply(d, rb)
 }}
 """
 

@@ -609,7 +609,7 @@ def _jit_settings(module):
 
 
 def _row_module(name):
-    from test_backend_emit_llvm import LAYERNORM, SOFTMAX
+    from row_modules import LAYERNORM, SOFTMAX
     return prepare_for_cpu(hloc.parse({"softmax": SOFTMAX, "layernorm": LAYERNORM}[name]), None)
 
 

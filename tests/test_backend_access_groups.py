@@ -18,7 +18,7 @@ from hloc.backend.context import Options
 from hloc.backend.loops import for_range, hint_loops
 from hloc.cli_backend import prepare_for_cpu
 
-from test_backend_brief import _softmax
+from row_modules import softmax as _softmax
 
 F32 = ir.FloatType()
 I64 = ir.IntType(64)

@@ -17,6 +17,7 @@ from hloc.backend.computation import BRIEF_LOOPED_WORK
 from hloc.backend.context import Options
 from hloc.backend.parallel import MIN_WORK
 from hloc.inputs import bind_arguments, flatten_leaves, load_npz
+from row_modules import softmax as _softmax
 
 DUMPS = Path(__file__).resolve().parents[1] / "testdata" / "dumps"
 
@@ -59,13 +60,6 @@ ENTRY e {{
   ROOT r = f32[{n}] get-tuple-element(w), index=1
 }}
 """
-
-
-def _softmax(rows: int, cols: int) -> str:
-    import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from run import _softmax
-    return _softmax(rows, cols)
 
 
 def _brief(text: str) -> list[bool]:

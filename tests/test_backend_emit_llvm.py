@@ -21,59 +21,9 @@ import hloc
 from hloc.backend import Options, compile_threads, emit_llvm, jit, llvm_parts
 from hloc.cli import main
 from hloc.cli_backend import prepare_for_cpu
+from row_modules import LAYERNORM, SOFTMAX
 
 DUMPS = Path(__file__).resolve().parent.parent / "testdata" / "dumps"
-
-_REDUCERS = """add_f {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] add(a, b)
-}
-max_f {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] maximum(a, b)
-}
-"""
-
-SOFTMAX = f"""HloModule softmax
-{_REDUCERS}
-ENTRY e {{
-  x = f32[64,2048] parameter(0)
-  ninf = f32[] constant(-inf)
-  mx = f32[64] reduce(x, ninf), dimensions={{1}}, to_apply=max_f
-  mxb = f32[64,2048] broadcast(mx), dimensions={{0}}
-  d = f32[64,2048] subtract(x, mxb)
-  e = f32[64,2048] exponential(d)
-  zero = f32[] constant(0)
-  s = f32[64] reduce(e, zero), dimensions={{1}}, to_apply=add_f
-  sb = f32[64,2048] broadcast(s), dimensions={{0}}
-  ROOT r = f32[64,2048] divide(e, sb)
-}}
-"""
-
-LAYERNORM = f"""HloModule layernorm
-{_REDUCERS}
-ENTRY e {{
-  x = f32[512,1024] parameter(0)
-  zero = f32[] constant(0)
-  n = f32[] constant(1024)
-  nb = f32[512] broadcast(n), dimensions={{}}
-  s = f32[512] reduce(x, zero), dimensions={{1}}, to_apply=add_f
-  mean = f32[512] divide(s, nb)
-  mb = f32[512,1024] broadcast(mean), dimensions={{0}}
-  d = f32[512,1024] subtract(x, mb)
-  d2 = f32[512,1024] multiply(d, d)
-  v = f32[512] reduce(d2, zero), dimensions={{1}}, to_apply=add_f
-  var = f32[512] divide(v, nb)
-  eps = f32[] constant(1e-05)
-  epsb = f32[512] broadcast(eps), dimensions={{}}
-  rs = f32[512] rsqrt(add(var, epsb))
-  rb = f32[512,1024] broadcast(rs), dimensions={{0}}
-  ROOT y = f32[512,1024] multiply(d, rb)
-}}
-"""
-
 
 def _module(name):
     if name == "softmax":
@@ -103,7 +53,7 @@ def _jit(module, monkeypatch=None):
 
 # (module, parts, headers' settings): row modules in explicit vector code (the lean
 # passes; code generation at 1), a brief one, and modules in parts
-LEAN = "lean(sroa,instcombine,simplifycfg,loop-rotate)"
+LEAN = llvm_parts.LEAN_NAME
 CASES = {
     "softmax": (1, [(LEAN, "off", "brief", 1)]),
     "layernorm": (1, [(LEAN, "off", "brief", 1)]),

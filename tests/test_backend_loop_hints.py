@@ -14,7 +14,7 @@ from hloc.backend import compile_module, emit_llvm, partition, row_groups, row_l
 from hloc.backend.loops import for_range, hint_loops
 from hloc.cli_backend import prepare_for_cpu
 
-from test_backend_brief import _softmax
+from row_modules import softmax as _softmax
 
 NO_UNROLL = "llvm.loop.unroll.disable"
 FOLLOWUP = ("llvm.loop.vectorize.followup_all", [("llvm.loop.isvectorized", 1), NO_UNROLL])

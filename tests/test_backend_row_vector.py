@@ -13,36 +13,13 @@ from hloc.cli_backend import prepare_for_cpu
 from hloc.ir.dtypes import DTYPES
 from hloc.compare import ErrorSpec, near
 from hloc.runner import run_module
+from row_modules import layernorm as _layernorm, softmax as _softmax, vector_code as _vector
 
 _ADD = """add_f {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
   ROOT r = f32[] add(a, b)
 }
-"""
-
-
-def _layernorm(rows, cols, tail="multiply(d, rb)"):
-    return f"""HloModule layernorm
-{_ADD}
-ENTRY e {{
-  x = f32[{rows},{cols}] parameter(0)
-  zero = f32[] constant(0)
-  n = f32[] constant({cols})
-  nb = f32[{rows}] broadcast(n), dimensions={{}}
-  s = f32[{rows}] reduce(x, zero), dimensions={{1}}, to_apply=add_f
-  mean = f32[{rows}] divide(s, nb)
-  mb = f32[{rows},{cols}] broadcast(mean), dimensions={{0}}
-  d = f32[{rows},{cols}] subtract(x, mb)
-  d2 = f32[{rows},{cols}] multiply(d, d)
-  v = f32[{rows}] reduce(d2, zero), dimensions={{1}}, to_apply=add_f
-  var = f32[{rows}] divide(v, nb)
-  eps = f32[] constant(1e-05)
-  epsb = f32[{rows}] broadcast(eps), dimensions={{}}
-  rs = f32[{rows}] rsqrt(add(var, epsb))
-  rb = f32[{rows},{cols}] broadcast(rs), dimensions={{0}}
-  ROOT y = f32[{rows},{cols}] {tail}
-}}
 """
 
 
@@ -53,11 +30,6 @@ def _prepared(text):
 def _groups(module):
     comp = module.entry
     return list({id(g): g for g in row_groups.plan(comp, buffers.plan(comp, lambda c: 0)).values()}.values())
-
-
-def _vector(module, numerics="xla-cpu") -> bool:
-    """Whether the module's code has explicit <W x float> row loops."""
-    return "load <" in emit_llvm(module, numerics=numerics, optimized=False)
 
 
 def _x(shape, seed=0):
@@ -138,31 +110,6 @@ def test_vector_exp_has_the_scalar_bits(cols, monkeypatch, tmp_path):
     np.testing.assert_array_equal(got, scalar)
 
 
-def _softmax(rows, cols, sum_of="e"):
-    """Softmax; `sum_of` "x": divided by the row's sum of x instead (no sum carried in
-    e's loop: row_groups adds up only the member just before)."""
-    return f"""HloModule softmax
-{_ADD}
-max_f {{
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] maximum(a, b)
-}}
-ENTRY e {{
-  x = f32[{rows},{cols}] parameter(0)
-  ninf = f32[] constant(-inf)
-  mx = f32[{rows}] reduce(x, ninf), dimensions={{1}}, to_apply=max_f
-  mxb = f32[{rows},{cols}] broadcast(mx), dimensions={{0}}
-  d = f32[{rows},{cols}] subtract(x, mxb)
-  e = f32[{rows},{cols}] exponential(d)
-  zero = f32[] constant(0)
-  s = f32[{rows}] reduce({sum_of}, zero), dimensions={{1}}, to_apply=add_f
-  sb = f32[{rows},{cols}] broadcast(s), dimensions={{0}}
-  ROOT r = f32[{rows},{cols}] divide(e, sb)
-}}
-"""
-
-
 def _edge_rows(rows, cols):
     """Rows with NaN of both signs (alone and together), infinities, the largest float,
     subnormals, signed zeros, exp's underflow and the row divide's redo cases."""
@@ -232,6 +179,39 @@ def test_vector_row_divide_exact_loop_stays_scalar():
     per-row 1/d, which is a scalar one."""
     text = emit_llvm(_prepared(_softmax(32, 8192)), numerics="xla-cpu", optimized=False)
     assert "fma.v" in text and "fdiv <" not in text and "fdiv float" in text
+
+
+def _vector_loop_bodies(text):
+    """{label: text} of the explicit vector loops' body blocks (row_vector.vector_loop's
+    v<d>.body and the epilogue's e<d>.body) in emit-llvm's IR."""
+    import re
+    blocks = re.split(r"\n(?=[^\s;][^\n]*:\n)", text)
+    return {blk.split(":", 1)[0]: blk for blk in blocks if re.match(r"[ve]\d+\.body", blk)}
+
+
+@needs_vectors
+@pytest.mark.parametrize("rows,cols", [(32, 8192), (150, 1001)])
+def test_vector_row_divide_reduces_across_lanes_after_its_loop(rows, cols, monkeypatch, tmp_path):
+    """Softmax divided by the row's sum of x: the divide is the member whose loop
+    carries the row-ahead max, in SUM_IC registers an iteration; its range checks fold
+    them lane by lane into one register's accumulators, and across lanes only after the
+    loop (no llvm.vector.reduce in any vector loop body). The bits: the scalar form's."""
+    module = _prepared(_softmax(rows, cols, "x"))
+    text = emit_llvm(module, numerics="xla-cpu", optimized=False)
+    bodies = _vector_loop_bodies(text)
+    assert any(f"<{row_vector.SUM_IC * 16} x float>" in blk or f"<{row_vector.SUM_IC * 8} x float>" in blk
+               for blk in bodies.values())
+    assert any("fma.v" in blk for blk in bodies.values())        # the divide is in one
+    assert [k for k, blk in bodies.items() if "vector.reduce" in blk] == []
+    assert "llvm.vector.reduce.umin" in text
+    x = _edge_rows(rows, cols)
+    outs = []
+    for vector in (True, False):
+        monkeypatch.setattr(row_vector, "ENABLED", vector)
+        assert _vector(module) == vector
+        outs.append(compile_module(module, threads=2, cache_dir=tmp_path / str(vector)).run([x]).tobytes())
+    assert outs[0] == outs[1]       # (a sum of x near 0 is ill-conditioned: no tolerance
+    #                                  against the interpreter's sequential sum holds)
 
 
 _AVX2_CHILD = """

@@ -16,6 +16,7 @@ from hloc.backend.expand import for_codegen
 from hloc.cli_backend import prepare_for_cpu
 from hloc.compare import ErrorSpec, near
 from hloc.runner import run_module
+from row_modules import layernorm, softmax, vector_code
 
 _REDUCERS = """add_f {
   a = f32[] parameter(0)
@@ -28,42 +29,8 @@ max_f {
   ROOT r = f32[] maximum(a, b)
 }
 """
-SOFTMAX = f"""HloModule softmax
-{_REDUCERS}
-ENTRY e {{
-  x = f32[96,2048] parameter(0)
-  ninf = f32[] constant(-inf)
-  mx = f32[96] reduce(x, ninf), dimensions={{1}}, to_apply=max_f
-  mxb = f32[96,2048] broadcast(mx), dimensions={{0}}
-  d = f32[96,2048] subtract(x, mxb)
-  e = f32[96,2048] exponential(d)
-  zero = f32[] constant(0)
-  s = f32[96] reduce(e, zero), dimensions={{1}}, to_apply=add_f
-  sb = f32[96,2048] broadcast(s), dimensions={{0}}
-  ROOT r = f32[96,2048] divide(e, sb)
-}}
-"""
-LAYERNORM = f"""HloModule layernorm
-{_REDUCERS}
-ENTRY e {{
-  x = f32[384,1024] parameter(0)
-  zero = f32[] constant(0)
-  n = f32[] constant(1024)
-  nb = f32[384] broadcast(n), dimensions={{}}
-  s = f32[384] reduce(x, zero), dimensions={{1}}, to_apply=add_f
-  mean = f32[384] divide(s, nb)
-  mb = f32[384,1024] broadcast(mean), dimensions={{0}}
-  d = f32[384,1024] subtract(x, mb)
-  d2 = f32[384,1024] multiply(d, d)
-  v = f32[384] reduce(d2, zero), dimensions={{1}}, to_apply=add_f
-  var = f32[384] divide(v, nb)
-  eps = f32[] constant(1e-05)
-  epsb = f32[384] broadcast(eps), dimensions={{}}
-  rs = f32[384] rsqrt(add(var, epsb))
-  rb = f32[384,1024] broadcast(rs), dimensions={{0}}
-  ROOT y = f32[384,1024] multiply(d, rb)
-}}
-"""
+SOFTMAX = softmax(96, 2048)
+LAYERNORM = layernorm(384, 1024)
 
 
 def _prepared(text):
@@ -470,30 +437,6 @@ def test_member_read_at_other_elements_is_not_hosted(monkeypatch, tmp_path):
     np.testing.assert_array_equal(got, ref)
 
 
-def _softmax_of(op, init, rows=16, cols=4096):
-    """softmax with the row's maximum or minimum (any init) subtracted."""
-    return f"""HloModule softmax_{op}
-r_{op} {{
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] {op}(a, b)
-}}
-{_REDUCERS.split("max_f")[0]}
-ENTRY e {{
-  x = f32[{rows},{cols}] parameter(0)
-  i = f32[] constant({init})
-  mx = f32[{rows}] reduce(x, i), dimensions={{1}}, to_apply=r_{op}
-  mxb = f32[{rows},{cols}] broadcast(mx), dimensions={{0}}
-  d = f32[{rows},{cols}] subtract(x, mxb)
-  e = f32[{rows},{cols}] exponential(d)
-  zero = f32[] constant(0)
-  s = f32[{rows}] reduce(e, zero), dimensions={{1}}, to_apply=add_f
-  sb = f32[{rows},{cols}] broadcast(s), dimensions={{0}}
-  ROOT r = f32[{rows},{cols}] divide(e, sb)
-}}
-"""
-
-
 @_FORMS
 @pytest.mark.parametrize("hosted", [False, True], ids=["stack-rows", "hosted-rows"])
 @pytest.mark.parametrize("op,init", [("maximum", "-inf"), ("minimum", "inf"), ("maximum", "0"),
@@ -509,7 +452,8 @@ def test_row_max_computed_a_row_ahead_gives_the_same_bits(op, init, hosted, vect
     monkeypatch.setattr(row_vector, "ENABLED", vector)
     if hosted:
         monkeypatch.setattr(row_hosts, "HOST_BYTES", 0)
-    module = _prepared(_softmax_of(op, init))
+    module = _prepared(softmax(16, 4096, op=op, init=init))
+    assert vector_code(module) == (vector and _has_vectors())
     x = _special_rows(np.float32)
     monkeypatch.setattr(row_ahead, "ENABLED", False)
     assert "ahead" not in emit_llvm(module, numerics="xla-cpu", optimized=False)
@@ -529,6 +473,38 @@ def test_row_max_computed_a_row_ahead_gives_the_same_bits(op, init, hosted, vect
         for n in (1, 2, 3):
             exe.set_threads(n)
             assert exe.run([x]).tobytes() == own, f"work groups={nwg} threads={n}"
+
+
+@pytest.mark.parametrize("op,init", [("maximum", "-inf"), ("minimum", "inf"), ("maximum", "nan")])
+def test_row_max_in_its_own_vector_loops_with_epilogue_and_tail(op, init, monkeypatch, tmp_path):
+    """xla-cpu, without the row-ahead max: the reduce's own loops in vectors
+    (extremum.emit_row) over rows of 1001, a main loop of SUM_IC vectors, LLVM's
+    epilogue loop and positions one by one, with NaN, infinities and signed zeros in each
+    and the max (min) in the tail: the scalar form's bits."""
+    from hloc.backend import row_ahead
+    monkeypatch.setattr(row_ahead, "ENABLED", False)
+    cols = 1001
+    module = _prepared(softmax(64, cols, op=op, init=init))      # a row group (MIN_BYTES)
+    x = np.tile(_special_rows(np.float32)[:, :cols], (4, 1))
+    main = cols - cols % (16 * row_vector.SUM_IC)           # 960 with AVX-512, 992 with AVX2
+    x[1, main + 3] = np.nan                                 # epilogue (either width)
+    x[2, cols - 1] = -np.array(np.nan, np.float32)          # the scalar tail
+    x[3, cols - 1] = np.inf
+    x[4, main + 1] = -np.inf
+    x[6, cols - 1] = 0.0                                    # max +0 among negatives, last
+    x[7, main + 2], x[7, cols - 1] = -0.0, 0.0
+    x[9, main + 2], x[9, cols - 1] = 0.0, -0.0
+    x[0, cols - 1] = 40.0 if op == "maximum" else -40.0     # the extremum in the tail
+    x[13, cols - 1] = np.nan
+    outs = []
+    for vector in (True, False):
+        monkeypatch.setattr(row_vector, "ENABLED", vector)
+        text = emit_llvm(module, numerics="xla-cpu", optimized=False)
+        assert "ahead" not in text
+        if vector and _has_vectors():
+            assert vector_code(module) and "e1.body" in text and "t1.body" in text
+        outs.append(compile_module(module, threads=1, cache_dir=tmp_path / str(vector)).run([x]).tobytes())
+    assert outs[0] == outs[1]
 
 
 def _before_guard_page(a):

@@ -15,6 +15,7 @@ import hloc
 from hloc.backend import compile_module, emit_llvm, parallel
 from hloc.cli_backend import prepare_for_cpu
 from hloc.inputs import bind_arguments, flatten_leaves, load_npz
+from row_modules import softmax
 
 ROOT = Path(__file__).resolve().parents[1]
 DUMPS = ROOT / "testdata" / "dumps"
@@ -71,30 +72,7 @@ def test_default_threads_follow_affinity():
     assert exe.threads == len(os.sched_getaffinity(0))
 
 
-_SOFTMAX = """HloModule softmax
-add_f {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] add(a, b)
-}
-max_f {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] maximum(a, b)
-}
-ENTRY e {
-  x = f32[512,1024] parameter(0)
-  ninf = f32[] constant(-inf)
-  mx = f32[512] reduce(x, ninf), dimensions={1}, to_apply=max_f
-  mxb = f32[512,1024] broadcast(mx), dimensions={0}
-  d = f32[512,1024] subtract(x, mxb)
-  e = f32[512,1024] exponential(d)
-  zero = f32[] constant(0)
-  s = f32[512] reduce(e, zero), dimensions={1}, to_apply=add_f
-  sb = f32[512,1024] broadcast(s), dimensions={0}
-  ROOT r = f32[512,1024] divide(e, sb)
-}
-"""
+_SOFTMAX = softmax(512, 1024)
 
 
 def test_cli_threads_give_identical_bits(tmp_path):

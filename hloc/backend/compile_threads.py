@@ -133,11 +133,19 @@ def available() -> bool:
 
 
 # A part's level for code already in vector form with no loop left to restructure
-# (hloc.backend.jit.LEAN_ROWS): SROA, InstCombine, SimplifyCFG and LoopRotate only, no
-# pipeline. Rotation (a row loop tested at its top becomes one tested at its bottom) is
-# what lets code generation's MachineLICM keep the vector loops' constants in registers:
-# without it softmax's exp loop reloaded 14 of them per iteration (8 % slower in cache).
+# (hloc.backend.jit.LEAN_ROWS): the passes of LEAN_PASSES only, no pipeline. Rotation (a
+# row loop tested at its top becomes one tested at its bottom) is what lets code
+# generation's MachineLICM keep the vector loops' constants in registers: without it
+# softmax's exp loop reloaded 14 of them per iteration (8 % slower in cache).
 LEAN = -1
+# LEAN's passes in order, (LLVM's name, what adds it to a module pass manager): the names
+# are printed in emit-llvm's part headers (hloc.backend.llvm_parts)
+LEAN_PASSES = (
+    ("sroa", llvm.ModulePassManager.add_sroa_pass),
+    ("instcombine", llvm.ModulePassManager.add_instruction_combine_pass),
+    ("simplifycfg", llvm.ModulePassManager.add_simplify_cfg_pass),
+    ("loop-rotate", llvm.ModulePassManager.add_loop_rotate_pass),
+)
 
 
 def module_passes(tm, opt_level: int, slp: bool = True):
@@ -145,10 +153,8 @@ def module_passes(tm, opt_level: int, slp: bool = True):
     if opt_level == LEAN:
         pb = pass_builder(tm, 1, False)
         mpm = llvm.ModulePassManager()
-        mpm.add_sroa_pass()
-        mpm.add_instruction_combine_pass()
-        mpm.add_simplify_cfg_pass()
-        mpm.add_loop_rotate_pass()
+        for _, add in LEAN_PASSES:
+            add(mpm)
         return mpm, pb
     pb = pass_builder(tm, opt_level, slp)
     return pb.getModulePassManager(), pb

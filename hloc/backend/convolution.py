@@ -11,8 +11,8 @@ from llvmlite import ir
 
 from ..interp.core import unsupported
 from .conversions import convert_value
-from .loops import Index, for_range, i64
-from .reductions import _Acc, _mul_add, _zero
+from .loops import Acc, Index, for_range, i64
+from .reductions import _mul_add, _zero
 from .registry import emits
 from .types import I1, round_narrow
 
@@ -45,7 +45,7 @@ def _emit_convolution(kb, inst, ops, index):
     else:
         bi = ob
     fbase = b.mul(b.udiv(o, i64(out_group)), i64(in_group)) if fgc > 1 else i64(0)
-    acc = _Acc(kb, [_zero(out_dt)])
+    acc = Acc(kb, [_zero(out_dt)])
     if lhs.size == 0 or rhs.size == 0:
         return acc.get()[0]
     stack = []

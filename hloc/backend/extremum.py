@@ -9,8 +9,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from . import row_vector
-from .loops import Index, minor_to_major
-from .reductions import _Acc, enter_loops
+from .loops import Acc, Index, enter_loops, minor_to_major
 from .types import I1
 
 
@@ -79,7 +78,7 @@ class Extremum:
 
     def __init__(self, kb, t, greater, lanes=None):
         self.kb, self.t, self.greater = kb, t, greater
-        self.acc = _Acc(kb, self._start(t))
+        self.acc = Acc(kb, self._start(t))
         # With `lanes` (hloc.backend.row_vector): width -> accumulators of vectors, one
         # register's (wider vectors are folded into it first: fewer registers live in a
         # loop that computes beside it) and an epilogue's (row_vector.along_row)
@@ -88,7 +87,7 @@ class Extremum:
         if lanes is not None:
             for w in (lanes, lanes // 2):
                 if w >= 2:
-                    self.wide[w] = _Acc(kb, self._start(ir.VectorType(t, w)))
+                    self.wide[w] = Acc(kb, self._start(ir.VectorType(t, w)))
 
     def _start(self, t):
         c = row_vector.const
@@ -262,7 +261,7 @@ def _exact_extremum(kb, inst, ops, init, red, multi, split, greater):
         acc = _ExactRow(kb, init, greater)
         row_vector.along_minor(kb, shape0, multi, minor, ops[0], acc, 1)
         return acc.value()
-    acc2 = _Acc(kb, [init])
+    acc2 = Acc(kb, [init])
     ivs, stack = {}, []
     enter_loops(kb, shape0, red, split, ivs, stack)
     for d in red:

@@ -80,7 +80,7 @@ BRIEF_LEVEL = 1
 # llvmlite 0.50 exposes no loop vectoriser outside the default pipelines.
 # A part of row kernels in explicit vector code (hloc.backend.row_vector) and functions
 # without loops has nothing for the loop passes or the vectoriser to do: it is optimised
-# at compile_threads.LEAN (SROA, InstCombine, SimplifyCFG) and code-generated at
+# at compile_threads.LEAN (compile_threads.LEAN_PASSES) and code-generated at
 # BRIEF_LEVEL. Layernorm 4096x1024's part: optimisation 6.3 ms at O1 against 1.1.
 LEAN_ROWS = True
 ROW_SLP = False

@@ -2,7 +2,7 @@
 
 The JIT compiles a lowered module as parts (hloc.backend.jit.part_plan), each optimised
 and code-generated with its own settings: its pass pipeline (O3, O1 for brief code, or
-compile_threads.LEAN's four passes for explicit vector row kernels), SLP on or off, the
+compile_threads.LEAN_PASSES for explicit vector row kernels), SLP on or off, the
 process-wide LLVM options it compiles under (compile_threads.BRIEF_OPTIONS or the
 defaults) and its code-generation level. `hloc emit-llvm` prints every part, each after
 a header comment naming its settings (`HEADER`, read back by `read`), before or after
@@ -21,7 +21,7 @@ from . import compile_threads, jit
 
 HEADER = re.compile(r"^; hloc part (\d+) of (\d+)(?: \((part_\d+)\))?: passes=(\S+) "
                     r"slp=(on|off) llvm-options=(\S+) codegen=O(\d)$", re.M)
-_LEAN = "lean(sroa,instcombine,simplifycfg,loop-rotate)"
+LEAN_NAME = f"lean({','.join(name for name, _ in compile_threads.LEAN_PASSES)})"   # passes=, LEAN
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Part:
         return f"part_{self.index:02d}" if self.count > 1 else ""
 
     def header(self) -> str:
-        passes = _LEAN if self.level == compile_threads.LEAN else f"O{self.level}"
+        passes = LEAN_NAME if self.level == compile_threads.LEAN else f"O{self.level}"
         opts = compile_threads.BRIEF_OPTIONS if self.brief else compile_threads.DEFAULT_OPTIONS
         name = f" ({self.name})" if self.name else ""
         return (f"; hloc part {self.index + 1} of {self.count}{name}: passes={passes} "
@@ -94,7 +94,7 @@ def read(printed: str) -> list[Part]:
     for k, h in enumerate(heads):
         end = heads[k + 1].start() - 1 if k + 1 < len(heads) else len(printed)   # "\n" between
         passes = h.group(4)
-        level = compile_threads.LEAN if passes == _LEAN else int(passes.lstrip("O"))
+        level = compile_threads.LEAN if passes == LEAN_NAME else int(passes.lstrip("O"))
         brief = h.group(6) == ",".join(compile_threads.BRIEF_OPTIONS)
         out.append(Part(int(h.group(1)) - 1, int(h.group(2)), printed[h.end() + 1:end],
                         h.group(5) == "on", brief, level, int(h.group(7))))

@@ -6,7 +6,8 @@ shape: its logical multi-index and/or its linear offset in the buffer's physical
 (each computed from the other on demand), so same-shape elementwise reads use the loop's
 linear counter directly (vectorisable) and layout-changing reads use the multi-index.
 `hint_loops(fn, ...)` gives every loop of a function LLVM loop metadata (unrolling,
-interleaving).
+interleaving). `Acc` holds a loop's carried values; `enter_loops` opens a reduction's
+loops.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from llvmlite import ir
 from llvmlite.ir.values import MDValue
 
-from .types import I32, I64
+from .types import Cplx, I32, I64
 
 ONE = ir.Constant(I64, 1)
 ZERO = ir.Constant(I64, 0)
@@ -309,3 +310,54 @@ def linear_of(b, shape, multi):
         term = multi[d] if s == 1 else b.mul(multi[d], i64(s), flags=("nsw", "nuw"))
         off = term if off is None else b.add(off, term, flags=("nsw", "nuw"))
     return ZERO if off is None else off
+
+
+class Acc:
+    """Loop-carried accumulators (allocas, promoted to registers by mem2reg)."""
+
+    def __init__(self, kb, values):
+        self.kb = kb
+        self.slots = []
+        for v in values:
+            if isinstance(v, Cplx):
+                self.slots.append((self._slot(v.re), self._slot(v.im)))
+            else:
+                self.slots.append(self._slot(v))
+        self.set(values)
+
+    def _slot(self, v):
+        return (self.kb.alloca_entry(v.type), v.type)
+
+    def set(self, values):
+        b = self.kb.b
+        for s, v in zip(self.slots, values):
+            if isinstance(v, Cplx):
+                b.store(v.re, s[0][0])
+                b.store(v.im, s[1][0])
+            else:
+                b.store(v, s[0])
+
+    def get(self):
+        b = self.kb.b
+        out = []
+        for s in self.slots:
+            if isinstance(s[0], tuple):
+                out.append(Cplx(b.load(s[0][0], typ=s[0][1]), b.load(s[1][0], typ=s[1][1])))
+            else:
+                out.append(b.load(s[0], typ=s[1]))
+        return out
+
+
+def enter_loops(kb, shape0, red, split, ivs: dict, stack: list) -> None:
+    """Open the loops over the reduced dimensions (major to minor; the first over chunk
+    wg of nwg when split)."""
+    b = kb.b
+    for d in red:
+        lo, hi = 0, shape0.dims[d]
+        if split is not None and d == red[0]:
+            wg, nwg = split
+            lo = b.udiv(b.mul(i64(hi), wg), nwg, name="chunk.lo")
+            hi = b.udiv(b.mul(i64(hi), b.add(wg, i64(1))), nwg, name="chunk.hi")
+        cm = for_range(b, lo, hi, name=f"r{d}")
+        ivs[d] = cm.__enter__()
+        stack.append(cm)

@@ -15,9 +15,9 @@ from __future__ import annotations
 from ..interp.core import unsupported
 from ..ir.shape import ArrayShape
 from .conversions import convert_value
-from .loops import Index, for_range, i64, minor_to_major
+from .loops import Acc, Index, enter_loops, for_range, i64, minor_to_major
 from .registry import emits, vectorises
-from . import row_vector
+from . import extremum, row_vector
 from .types import Cplx, compute_type
 
 
@@ -38,42 +38,6 @@ def inline_computation(kb, comp, values: list) -> list:
     return [kb.generator(root, env)(Index(b, root.shape, multi=[]))]
 
 
-class _Acc:
-    """Loop-carried accumulators (allocas, promoted to registers by mem2reg)."""
-
-    def __init__(self, kb, values):
-        self.kb = kb
-        self.slots = []
-        for v in values:
-            if isinstance(v, Cplx):
-                self.slots.append((self._slot(v.re), self._slot(v.im)))
-            else:
-                self.slots.append(self._slot(v))
-        self.set(values)
-
-    def _slot(self, v):
-        return (self.kb.alloca_entry(v.type), v.type)
-
-    def set(self, values):
-        b = self.kb.b
-        for s, v in zip(self.slots, values):
-            if isinstance(v, Cplx):
-                b.store(v.re, s[0][0])
-                b.store(v.im, s[1][0])
-            else:
-                b.store(v, s[0])
-
-    def get(self):
-        b = self.kb.b
-        out = []
-        for s in self.slots:
-            if isinstance(s[0], tuple):
-                out.append(Cplx(b.load(s[0][0], typ=s[0][1]), b.load(s[1][0], typ=s[1][1])))
-            else:
-                out.append(b.load(s[0], typ=s[1]))
-        return out
-
-
 @emits("reduce")
 def _emit_reduce(kb, inst, ops, index):
     n = len(inst.operands) // 2
@@ -90,11 +54,10 @@ def _emit_reduce(kb, inst, ops, index):
         for k, d in enumerate(kept):
             multi[d] = index.multi[k]
         return row_vector.row_sum(kb, inst, ops[0], inits[0], multi, minor)
-    from . import extremum
     minor = extremum.row_extremum(inst) if split is None and kb.lanes is not None else None
     if minor is not None:
         return extremum.emit_row(kb, inst, ops, index, inits[0], kept, minor)
-    acc = _Acc(kb, inits)
+    acc = Acc(kb, inits)
     red = [d for d in reversed(minor_to_major(shape0)) if d in dims]   # major to minor
     comp = inst.attrs["to_apply"]
     ivs = {}
@@ -123,26 +86,10 @@ def _emit_reduce(kb, inst, ops, index):
 def _takes_vectors(inst) -> bool:
     """The lanes facet of reduce: a sum (row_vector.row_sum) or a float max/min
     (hloc.backend.extremum) along the minor dimension of a 2-D operand."""
-    from .extremum import row_extremum
-    return row_vector.reduce_takes_vectors(inst) or row_extremum(inst) is not None
+    return row_vector.reduce_takes_vectors(inst) or extremum.row_extremum(inst) is not None
 
 
 vectorises(_takes_vectors, "reduce")
-
-
-def enter_loops(kb, shape0, red, split, ivs: dict, stack: list) -> None:
-    """Open the loops over the reduced dimensions (major to minor; the first over chunk
-    wg of nwg when split)."""
-    b = kb.b
-    for d in red:
-        lo, hi = 0, shape0.dims[d]
-        if split is not None and d == red[0]:
-            wg, nwg = split
-            lo = b.udiv(b.mul(i64(hi), wg), nwg, name="chunk.lo")
-            hi = b.udiv(b.mul(i64(hi), b.add(wg, i64(1))), nwg, name="chunk.hi")
-        cm = for_range(b, lo, hi, name=f"r{d}")
-        ivs[d] = cm.__enter__()
-        stack.append(cm)
 
 
 _CHUNK = 512            # hloc.interp.reductions' (HloEvaluator's) partial-sum length
@@ -167,7 +114,7 @@ def _emit_evaluator_sum(kb, inst, ops, index, init, red, kept):
     dt = shape0.dtype
     wide = (lambda v: v) if dt.name == "f64" else (lambda v: b.fpext(v, F64))  # noqa: E731
     zero = ir.Constant(F64, 0.0)
-    acc = _Acc(kb, [wide(init), zero, i64(0)])       # total, partial, elements so far
+    acc = Acc(kb, [wide(init), zero, i64(0)])       # total, partial, elements so far
     stack, multi = [], [None] * shape0.rank
     for k, d in enumerate(kept):
         multi[d] = index.multi[k]
@@ -225,7 +172,7 @@ def _emit_dot(kb, inst, ops, index):
         rm[d] = m[k]
         k += 1
     zero = _zero(out_dt)
-    acc = _Acc(kb, [zero])
+    acc = Acc(kb, [zero])
     stack = []
     for dl, dr in zip(lc, rc):
         cm = for_range(b, 0, lhs.dims[dl], name="k")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .row_vector import const, hoisted, splat, suffix
+from .row_vector import const, hoisted, splat, split, suffix
 from .types import F32, I1, I32
 
 D_LO, D_HI = 1.0, 2.0 ** 32
@@ -38,7 +38,8 @@ class RowDivide:
     integer min/max reductions, one instruction per vector each), whether every d was in
     range, and whether any divide used the fast form (else none of it is read). In a
     vector row group (kb.lanes, hloc.backend.row_vector) the divides take vectors: 1/d
-    and d's range once per row, before the loop; the min/max in vectors of kb.lanes."""
+    and d's range once per row, before the loop; the min/max in vectors of kb.lanes (of
+    an epilogue's width in its loop), reduced across lanes only after the loop (redo)."""
 
     def __init__(self, kb, row, members):
         self.row = row
@@ -52,12 +53,23 @@ class RowDivide:
         b.store(ir.Constant(I32, 0xFFFFFFFF), self.lo)
         b.store(ir.Constant(I32, 0), self.hi)
         b.store(ir.Constant(I1, 1), self.d_ok)
+        # With lanes: width -> the (lo, hi) accumulators of vectors of that width, one
+        # register's and (made where first used, before its loop) an epilogue's narrower
+        # one (row_vector.along_row); a wider vector (a loop of SUM_IC registers) is
+        # folded into a register's lane by lane: no horizontal reduction inside a loop
+        self.vacc = {}
         if self.lanes is not None:
-            self.it = it = ir.VectorType(I32, self.lanes)
-            self.vlo = kb.alloca_entry(it, name="rowdiv.vlo")
-            self.vhi = kb.alloca_entry(it, name="rowdiv.vhi")
-            b.store(const(it, 0xFFFFFFFF), self.vlo)
-            b.store(const(it, 0), self.vhi)
+            self._vacc(kb, self.lanes)
+
+    def _vacc(self, kb, w: int):
+        if w not in self.vacc:
+            b = kb.b
+            it = ir.VectorType(I32, w)
+            lo = kb.alloca_entry(it, name="rowdiv.vlo")
+            hi = kb.alloca_entry(it, name="rowdiv.vhi")
+            hoisted(kb, lambda: (b.store(const(it, 0xFFFFFFFF), lo), b.store(const(it, 0), hi)))
+            self.vacc[w] = (lo, hi)
+        return self.vacc[w]
 
     def applies(self, inst, index) -> bool:
         """`inst` (a divide generated at `index`) is f32 / f32 by a broadcast inside a
@@ -99,14 +111,13 @@ class RowDivide:
         if not clear:
             u = b.and_(u, const(it, 0x7FFFFFFF))
         w = b.sub(u, const(it, _NORMAL_BITS))
-        if vec and t.count != self.lanes:       # an epilogue's narrower vector
-            w, u = _reduce(kb, "umin", w), _reduce(kb, "umax", u)
-            it = I32
-        lo, hi = (self.vlo, self.vhi) if it is not I32 else (self.lo, self.hi)
-        umin = kb.mcx.intrinsic(f"llvm.umin.{_isuffix(it)}", it, [it, it])
-        umax = kb.mcx.intrinsic(f"llvm.umax.{_isuffix(it)}", it, [it, it])
-        b.store(b.call(umin, [b.load(lo, typ=it), w]), lo)
-        b.store(b.call(umax, [b.load(hi, typ=it), u]), hi)
+        if vec and t.count > self.lanes:        # SUM_IC registers: folded into one's lanes
+            ws, us = split(b, w, self.lanes), split(b, u, self.lanes)
+            it = ws[0].type
+            w, u = _fold(kb, "umin", ws), _fold(kb, "umax", us)
+        lo, hi = self._vacc(kb, it.count) if vec else (self.lo, self.hi)
+        b.store(_minmax(kb, "umin", b.load(lo, typ=it), w), lo)
+        b.store(_minmax(kb, "umax", b.load(hi, typ=it), u), hi)
         return q1
 
     def _check_d(self, b, d):
@@ -119,11 +130,12 @@ class RowDivide:
         of range, a normal |a| below 2^-90, an infinity or a NaN)."""
         b = kb.b
         lo, hi = b.load(self.lo, typ=I32), b.load(self.hi, typ=I32)
-        if self.lanes is not None:          # the vector loop's lanes folded in
-            lo = b.call(kb.mcx.intrinsic("llvm.umin.i32", I32, [I32, I32]),
-                        [lo, _reduce(kb, "umin", b.load(self.vlo, typ=self.it))])
-            hi = b.call(kb.mcx.intrinsic("llvm.umax.i32", I32, [I32, I32]),
-                        [hi, _reduce(kb, "umax", b.load(self.vhi, typ=self.it))])
+        for w, (vlo, vhi) in self.vacc.items():     # the vector loops' lanes folded in
+            it = ir.VectorType(I32, w)
+            umin = kb.mcx.intrinsic("llvm.umin.i32", I32, [I32, I32])
+            lo = b.call(umin, [lo, _reduce(kb, "umin", b.load(vlo, typ=it))])
+            umax = kb.mcx.intrinsic("llvm.umax.i32", I32, [I32, I32])
+            hi = b.call(umax, [hi, _reduce(kb, "umax", b.load(vhi, typ=it))])
         ok = b.and_(b.load(self.d_ok, typ=I1), b.and_(
             b.icmp_unsigned(">=", lo, ir.Constant(I32, A_MIN_BITS - _NORMAL_BITS)),
             b.icmp_unsigned("<", hi, ir.Constant(I32, _INF_BITS))))
@@ -132,6 +144,21 @@ class RowDivide:
 
 def _isuffix(it) -> str:
     return f"v{it.count}i32" if isinstance(it, ir.VectorType) else "i32"
+
+
+def _minmax(kb, name: str, a, x):
+    """llvm.umin/umax of two i32s or i32 vectors."""
+    t = a.type
+    return kb.b.call(kb.mcx.intrinsic(f"llvm.{name}.{_isuffix(t)}", t, [t, t]), [a, x])
+
+
+def _fold(kb, name: str, parts):
+    """The vectors `parts` folded lane by lane with umin/umax, pairwise (an odd one out
+    carried to the next level, as Extremum.add folds)."""
+    while len(parts) > 1:
+        parts = [_minmax(kb, name, *parts[i:i + 2]) if i + 1 < len(parts) else parts[i]
+                 for i in range(0, len(parts), 2)]
+    return parts[0]
 
 
 def _reduce(kb, name: str, v):

@@ -56,10 +56,6 @@ def width(features: str, triple: str, dt) -> int | None:
     return None if size is None else size // (4 if dt.name == "f32" else 8)
 
 
-def vector_of(t, lanes: int):
-    return ir.VectorType(t, lanes)
-
-
 class _Splat(ir.Constant):
     """A vector constant with one value in every lane, printed as LLVM's `splat (T v)`:
     written out, a <16 x float> constant is 16 values to print and for LLVM to parse."""
@@ -157,10 +153,11 @@ def split(b, v, lanes: int) -> list:
 @contextmanager
 def vector_loop(kb, start: int, stop: int, step: int, name: str):
     """A loop over [start, stop) by `step` (start < stop: the vector loops run at least
-    once), rotated (the body, then one test: the lean pipeline, hloc.backend.jit.LEAN_ROWS,
-    has no loop rotation), with a block before it that stays open while the body is
-    emitted (kb.hoist): values the same along the row (a per-row broadcast, and what it
-    is computed from) are emitted there, once per row, by `per_row` (nor has it LICM)."""
+    once), rotated (the body, then one test: the form LoopRotate leaves a loop in), with a
+    block before it that stays open while the body is emitted (kb.hoist): values the same
+    along the row (a per-row broadcast, and what it is computed from) are emitted there,
+    once per row, by `per_row` (the lean pipeline, hloc.backend.jit.LEAN_ROWS and
+    compile_threads.LEAN_PASSES, has no LICM)."""
     assert start < stop
     b = kb.b
     hoist = b.append_basic_block(f"{name}.row")
@@ -363,7 +360,6 @@ def reduce_takes_vectors(inst) -> bool:
     """The lanes facet of reduce: an f32/f64 sum along the minor dimension of a 2-D
     operand (row_sum)."""
     return _row_add(inst) is not None
-
 
 
 def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=None) -> None:

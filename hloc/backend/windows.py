@@ -10,8 +10,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .elementwise import select_value
-from .loops import Index, clamp_i64, i64, loop_names, loop_nest
-from .reductions import _Acc, inline_computation
+from .loops import Acc, Index, clamp_i64, i64, loop_names, loop_nest
+from .reductions import inline_computation
 from .registry import emits, emits_kernel
 from .types import I1
 
@@ -55,7 +55,7 @@ def _emit_reduce_window(kb, inst, ops, index):
     shapes = [o.shape for o in inst.operands[:n]]
     dims = _window(inst)
     inits = [ops[n + k](Index(b, inst.operands[n + k].shape, multi=[])) for k in range(n)]
-    acc = _Acc(kb, inits)
+    acc = Acc(kb, inits)
     with loop_nest(b, [wd.size for wd in dims], names=loop_names("w", len(dims))) as ivs:
         multi, ok = _positions(b, dims, index.multi, ivs, shapes[0])
         if shapes[0].size:
@@ -89,7 +89,7 @@ def _emit_select_and_scatter(kb, inst, ops, outputs):
         b.store(ir.Constant(I1, 0), has)
         idx_slots = [kb.alloca_entry(I64, name=f"sel{d}") for d in range(op_shape.rank)]
         zero_v = load_elem(b, op_shape.dtype, b.gep(out_ptr, [i64(0)], source_etype=storage_type(out_shape.dtype)))
-        val_acc = _Acc(kb, [zero_v])
+        val_acc = Acc(kb, [zero_v])
         with loop_nest(b, [wd.size for wd in dims], names=loop_names("w", len(dims))) as wivs:
             pos, ok = _positions(b, dims, sivs, wivs, op_shape)
             with b.if_then(ok):
