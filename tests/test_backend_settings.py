@@ -5,7 +5,11 @@ of hloc.backend is either such a setting or listed below as one that does not ch
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,6 +40,7 @@ NOT_SETTINGS = {
     "inplace": {"DUS"},
     "jit": {"ENTRY"},
     "kernels": {"ELEMENTAL", "KERNEL"},
+    "llvm_parts": {"LEAN_NAME"},
     "narrow_floats": {"NARROW"},
     "parallel": {"NTHREADS"},
     "profile": {"CLOCK_MONOTONIC", "GLOBAL"},
@@ -84,6 +89,16 @@ def test_every_constant_is_a_setting_or_known_not_to_change_code():
     assert not listed & known
     assert listed <= seen                     # every listed setting exists
     assert known <= seen
+
+
+def test_text_is_the_same_in_another_process():
+    """No address or other per-process detail in the settings' text (a function's repr
+    has one): the cache's keys must hit from one process to the next."""
+    code = "from hloc.backend import settings; print(settings.text() + '|' + settings.text(settings.RUNTIME))"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env, check=True).stdout for _ in range(2)]
+    assert runs[0] == runs[1] == settings.text() + "|" + settings.text(settings.RUNTIME) + "\n"
 
 
 def test_key_changes_with_each_setting(monkeypatch):

@@ -18,7 +18,7 @@ MODULE = (
     ("blas", ("BLAS_MIN_WORK",)),
     ("bounds", ("ENABLED",)),
     ("buffers", ("ALIGN",)),
-    ("compile_threads", ("BRIEF_OPTIONS", "DEFAULT_OPTIONS", "LEAN")),
+    ("compile_threads", ("BRIEF_OPTIONS", "DEFAULT_OPTIONS", "LEAN", "LEAN_PASSES")),
     ("computation", ("CALLER_ARRAY_BYTES", "OWN_UNIT_INSTRUCTIONS", "BRIEF_LOOPED_WORK")),
     ("conv_gemm", ("CONV_GEMM_MIN_WORK", "EMITTED_MIN_OK", "SCRATCH_BYTES", "MIN_CHUNK")),
     ("gemm", ("KC_BYTES", "MAX_GROUPS", "MIN_PARALLEL")),
@@ -49,5 +49,16 @@ def text(which=MODULE) -> str:
     out = []
     for mod, names in which:
         m = importlib.import_module(f"{__package__}.{mod}")
-        out += [f"{mod}.{n}={getattr(m, n)!r}" for n in names]
+        out += [f"{mod}.{n}={_shown(getattr(m, n))}" for n in names]
     return ";".join(out)
+
+
+def _shown(value) -> str:
+    """repr, with functions by their qualified names (a function's repr holds its
+    address, which differs from process to process: the key would never hit)."""
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(_shown(v) for v in value)
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if callable(value):
+        return getattr(value, "__qualname__", repr(value))
+    return repr(value)
