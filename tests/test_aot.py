@@ -662,3 +662,54 @@ def test_object_of_a_module_in_parts_has_the_jits_bits(tmp_path, cache):
         rc, got = clib.call(_arg_buffers(module, ins), threads=threads)
         assert rc == 0
         assert all(_same_bits(e, a) for e, a in zip(ref, got)), f"threads={threads}"
+
+
+# -- names from the dump never take the library's -------------------------------------------
+
+EXPORT_NAMES = """HloModule m_run
+
+m_run_with {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m_run = f32[] add(a, b)
+}
+
+ENTRY m_run {
+  p = f32[1048576] parameter(0)
+  m_run = f32[1048576] exponential(p)
+  m_run_with = f32[1024,1024] reshape(m_run)
+  m.m_run = f32[1024,1024] transpose(m_run_with), dimensions={1,0}
+  hloc_rt.lock = f32[1024,1024] multiply(m.m_run, m_run_with)
+  c = f32[] constant(0)
+  m_run_with.1 = f32[1024] reduce(hloc_rt.lock, c), dimensions={1}, to_apply=m_run_with
+  ROOT m_run.2 = (f32[1024,1024], f32[1024]) tuple(hloc_rt.lock, m_run_with.1)
+}
+"""
+
+
+@needs_cc
+def test_dump_names_never_take_the_entry_points(tmp_path, cache):
+    """Kernels named `m_run` / `m_run_with` (large: external in the code's module) are
+    renamed like every other definition, never taking the exports: each of .a, .so and .o,
+    linked into a C program, runs the entry (the interpreter's values), not a kernel."""
+    from hloc.interp import run_module
+    module = hloc.parse(EXPORT_NAMES)
+    x = np.random.default_rng(0).uniform(-1, 1, 1 << 20).astype(np.float32)
+    want = flatten_leaves(run_module(module, [x]), module.entry.root.shape)
+    _write_inputs(module, [x], tmp_path / "in")
+    driver, header = HERE / "aot" / "driver.c", tmp_path / "m.h"
+    for kind in (".a", ".so", ".o"):
+        lib_path = tmp_path / f"libm{kind}"
+        lib = compile_library(module, str(lib_path), header=str(header), name="m", cache_dir=cache)
+        exe = tmp_path / f"prog{kind}"
+        _cc("-O1", "-include", header, driver, lib_path, f"-Wl,-rpath,{tmp_path}", "-lm",
+            "-lpthread", "-o", exe)
+        out = tmp_path / f"out{kind}"
+        out.mkdir()
+        r = subprocess.run([exe, tmp_path / "in", out, "2", "0", "0"], capture_output=True,
+                           text=True, env={"PATH": "/usr/bin:/bin"})
+        assert r.returncode == 0, f"{kind}: {r.stderr}"
+        got = _read_outputs(module, lib, out)
+        bad = [f"{kind} out{i}: {res.message}" for i, (e, a) in enumerate(zip(want, got))
+               if not (res := near(np.asarray(e), a, SPEC)).ok]
+        assert not bad, "\n".join(bad)
