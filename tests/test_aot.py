@@ -605,7 +605,7 @@ def test_portable_cpu(cpu, tmp_path, cache):
 def _jit_settings(module):
     from hloc.backend import Options, jit
     options = Options(gemm="emitted")
-    return jit.lower(module, options).settings(options)
+    return jit.lower(module, options, units=True).settings(options)     # as it compiles
 
 
 def _row_module(name):
@@ -641,6 +641,7 @@ def test_library_parts_are_the_jits(prog, tmp_path, cache):
     module = _module(prog)
     lib = compile_library(module, str(tmp_path / "libm.a"), name="m", cache_dir=cache)
     assert len(lib.parts) >= 3 and lib.parts[:-1] == _jit_settings(module)
+    assert lib.units == 0
     members = subprocess.run(["ar", "t", str(tmp_path / "libm.a")], capture_output=True,
                              text=True).stdout.split() if shutil.which("ar") else None
     assert members in (None, [f"m_{k:02d}.o" for k in range(len(lib.parts))])
@@ -662,6 +663,39 @@ def test_object_of_a_module_in_parts_has_the_jits_bits(tmp_path, cache):
         rc, got = clib.call(_arg_buffers(module, ins), threads=threads)
         assert rc == 0
         assert all(_same_bits(e, a) for e, a in zip(ref, got)), f"threads={threads}"
+
+
+# How many units the JIT makes (hloc.backend.partition.unit_part: a large computation's
+# part of its own), the entry computation's last (searchsorted: comp.main.23; BERT:
+# comp.region_0.22, comp.region_16.74.clone, comp.main.79); the library's units are the
+# same but the entry computation's, which there is the rest of the module (the glue
+# stands where the JIT's wrapper, hloc_entry, does).
+UNITS = {"searchsorted_interp": 1, "bert_train_step": 3}
+
+
+@pytest.mark.parametrize("prog", sorted(UNITS))
+def test_library_has_the_jits_units(prog, tmp_path, cache):
+    from hloc.backend import Options, compile_threads, jit
+    if not compile_threads.available():
+        pytest.skip("no units where parts cannot compile at once (as in the JIT)")
+    module = _module(prog)
+    options = Options(gemm="emitted")
+    low = jit.lower(module, options, units=True)
+    assert low.units == UNITS[prog]
+    jit_settings = low.settings(options)
+    lib = compile_library(module, str(tmp_path / "libm.a"), name="m", cache_dir=cache)
+    n = UNITS[prog] - 1
+    assert lib.units == n and lib.parts[:n] == jit_settings[:n]
+    if prog == "searchsorted_interp":       # the JIT's: the unit, then hloc_entry alone
+        assert len(jit_settings) == 2 and lib.parts[:-1] == jit_settings[:1]
+    ins, outs = _io(prog)
+    clib = CLib(tmp_path / "libm.so", "m", compile_library(
+        module, str(tmp_path / "libm.so"), name="m", cache_dir=cache), module)
+    rc, got = clib.call(_arg_buffers(module, ins), threads=2)
+    assert rc == 0
+    bad = [f"out{i}: {res.message}" for i, (e, a) in enumerate(zip(outs, got))
+           if not (res := near(e, a, SPEC)).ok]
+    assert not bad, "\n".join(bad)
 
 
 # -- names from the dump never take the library's -------------------------------------------

@@ -43,6 +43,7 @@ class Library:
     # per part compiled (the code's as the JIT's, then the glue): (SLP on, brief LLVM
     # options, level, code-generation level), hloc.backend.jit.Lowered.settings' form
     parts: list = field(default_factory=list)
+    units: int = 0          # the first parts: units' own (hloc.backend.partition.unit_part)
 
 
 def _prefix(name: str | None, path: str) -> str:
@@ -89,7 +90,7 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
     options = Options(numerics, opt_level, gemm=interface)
     low = lower_library(module, options, prefix, target.triple, target.data_layout, threads,
                         target.features)
-    texts, settings = _parts(low, options)
+    texts, settings, units = _parts(low, options)
     objs = _objects(texts, settings, options, target, cache_dir, low, kind == ".o")
     extra = {"blas": frozenset(_SCIPY_GEMM), "cblas": frozenset(_CBLAS)}.get(interface, frozenset())
     libs = [os.path.abspath(p) for p in (blas, lapack) if p]
@@ -110,7 +111,7 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
         with open(header, "w") as f:
             f.write(header_text(low, module.name, source or "MODULE", target, cpp_class, note))
     return Library(path, header, prefix, target.triple, target.cpu, low.scratch, low.args,
-                   low.results, undefined, settings)
+                   low.results, undefined, settings, units)
 
 
 def _parts(low, options):
@@ -120,13 +121,14 @@ def _parts(low, options):
     generation at hloc.backend.threadpool_jit.LEVEL; its checks and calls gain nothing
     from more), in the same options phase as the code's last part (no phase of its own)."""
     from ..backend import jit, threadpool_jit
-    sp, settings = jit.part_plan(low.fns, options, roots=(low.entry.name,))
+    sp, settings = jit.part_plan(low.fns, options, roots=(low.entry.name,), units=low.units,
+                                 printed=low.printed)
     low.ir_text = sp.text + "\n" + low.glue
     settings = [(slp, brief, options.opt_level if lv is None else lv,
                  (options.opt_level if lv is None else lv) if cg is None else cg)
                 for slp, brief, lv, cg in settings]
     glue = (False, settings[-1][1], 0, threadpool_jit.LEVEL)
-    return sp.parts + [low.glue], settings + [glue]
+    return sp.parts + [low.glue], settings + [glue], sp.units
 
 
 def _objects(texts, settings, options, target, cache_dir, low, linked: bool) -> list[bytes]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..backend import parallel, threadpool
+from ..backend import compile_threads, jit, parallel, threadpool
 from ..backend.computation import Functions
 from ..backend.context import ModuleContext, Options
 from ..backend.loops import for_range, i64
@@ -54,6 +54,7 @@ SCRATCH_ALIGN = 64
 class Lowered:
     def __init__(self, fns, entry, glue, glue_module, scratch, args, results, prefix, threads):
         self.fns = fns                  # the code (hloc.backend.jit.part_plan plans its parts)
+        self.units, self.printed = [], {}   # its units (jit.collect_units), for part_plan
         self.entry = entry              # its entry computation's function, which glue calls
         self.glue = glue                # the glue module's text
         self.ir_text = glue             # hloc.aot adds the code's, printed for its parts
@@ -100,6 +101,11 @@ def lower_library(module, options: Options, prefix: str, triple: str, data_layou
     mcx._decls["hloc.parallel"] = ir.Function(mcx.module, parallel_fn.function_type,
                                               name=mcx.fixed(parallel_fn.name))
     fns = Functions(mcx)
+    # the units' parts, as the JIT's (jit.lower); the entry computation, named only once
+    # emitted (no root here), is the rest of the module, dealt out to parts, not a unit:
+    # the glue is what stands where the JIT's wrapper is
+    units, printed = jit.collect_units(fns, options, ()) if compile_threads.available() \
+        else ([], {})
     entry = fns.compile(module.entry)
     scratch = fns.arena(module.entry)
     args, results = argument_leaves(module.entry), result_leaves(module.entry)
@@ -113,7 +119,10 @@ def lower_library(module, options: Options, prefix: str, triple: str, data_layou
     if text.count(decl) != 1:
         raise AssertionError("thread-local config pointer not found in the module text")
     text = text.replace(decl, f"@\"{CTX}\" = internal thread_local global ptr null")
-    return Lowered(fns, entry, text, glue.module, scratch, args, results, prefix, threads)
+    low = Lowered(fns, entry, text, glue.module, scratch, args, results, prefix, threads)
+    low.units = [u for u in units if u[0] != entry.name]
+    low.printed = printed
+    return low
 
 
 class _FpEnv:

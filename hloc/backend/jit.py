@@ -207,6 +207,29 @@ def unit_settings(fns: Functions, members: set, options: Options):
     return slp, _cheap_options(fns, members, brief), level, cg
 
 
+def collect_units(fns: Functions, options: Options, roots=(ENTRY,), pending=None):
+    """Have `fns` make the part of each unit (hloc.backend.partition.unit_part, with
+    `unit_settings`) as soon as its code is complete; `pending` (compile_threads.Ahead):
+    start compiling it there. Returns (made, printed), filled while `fns` compiles:
+    `part_plan`'s `units` and `printed`. The JIT's (`lower`) and the AOT library's
+    (hloc.aot.lower) units; only where compile_threads.available(), as `lower` plans them."""
+    mcx = fns.mcx
+    made, printed = [], {}                # units' (name, text, members, settings); texts printed
+
+    def on_unit(fn):
+        got = partition.unit_part(mcx.module, fn, printed, roots=roots)
+        if got is None:
+            return
+        text, members = got
+        settings = slp, cheap, level, cg = unit_settings(fns, members, options)
+        level = options.opt_level if level is None else level
+        if pending is not None:
+            pending.submit(len(made), text, level, slp, cheap, level if cg is None else cg)
+        made.append((fn.name, text, members, settings))
+    fns.on_unit = on_unit
+    return made, printed
+
+
 def part_plan(fns: Functions, options: Options, roots=(ENTRY,), units=(), printed=None):
     """The parts LLVM compiles the module of `fns` as, with their settings: (the
     partition.Split, [(SLP on, brief options, level, code-generation level)] per part;
@@ -247,22 +270,9 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
     mcx = ModuleContext(module.name, options, triple, str(compile_machine().target_data))
     mcx.features = feats                  # the target's, for code that depends on them
     fns = Functions(mcx, share_kernels)
-    made, printed = [], {}                # units' (name, text, members, settings); texts printed
     planned = (ahead if units is None else units) and compile_threads.available()
     pending = compile_threads.Ahead(compile_machine) if ahead and planned else None
-
-    def on_unit(fn):
-        got = partition.unit_part(mcx.module, fn, printed, roots=(ENTRY,))
-        if got is None:
-            return
-        text, members = got
-        settings = slp, cheap, level, cg = unit_settings(fns, members, options)
-        level = options.opt_level if level is None else level
-        if pending is not None:
-            pending.submit(len(made), text, level, slp, cheap, level if cg is None else cg)
-        made.append((fn.name, text, members, settings))
-    if planned:
-        fns.on_unit = on_unit
+    made, printed = collect_units(fns, options, (ENTRY,), pending) if planned else ([], {})
     donated = alias_leaves(module, options.donate)
     fns.donated = (module.entry, donated)
     try:
