@@ -747,3 +747,22 @@ def test_dump_names_never_take_the_entry_points(tmp_path, cache):
         bad = [f"{kind} out{i}: {res.message}" for i, (e, a) in enumerate(zip(want, got))
                if not (res := near(np.asarray(e), a, SPEC)).ok]
         assert not bad, "\n".join(bad)
+
+
+def test_object_cache_key_holds_the_back_ends_settings(tmp_path, monkeypatch):
+    """An object compiled under other back-end settings (one the IR text does not show: a
+    process-wide LLVM option) is never taken from the cache (hloc.backend.settings)."""
+    from hloc.backend import cache as object_cache
+    from hloc.backend import jit
+    puts = []
+    put = object_cache.ObjectCache.put
+    monkeypatch.setattr(object_cache.ObjectCache, "put",
+                        lambda self, key, obj: (puts.append(key), put(self, key, obj)))
+    module = _row_module("softmax")
+    args = dict(name="m", cache_dir=tmp_path / "cache")
+    compile_library(module, str(tmp_path / "a.o"), **args)
+    compile_library(module, str(tmp_path / "a.o"), **args)            # a hit
+    assert len(puts) == 1
+    monkeypatch.setattr(jit, "UNROLL_THRESHOLD", jit.UNROLL_THRESHOLD + 1)
+    compile_library(module, str(tmp_path / "a.o"), **args)
+    assert len(puts) == 2 and puts[0] != puts[1]

@@ -138,12 +138,17 @@ def _objects(texts, settings, options, target, cache_dir, low, linked: bool) -> 
     import llvmlite.binding as llvm
 
     from .. import __version__
+    from ..backend import settings as backend_settings
     from ..backend.cache import ObjectCache, cache_key, pack, unpack
     from ..backend.jit import compile_threads_default, sources_digest
     cache = ObjectCache(cache_dir)
+    # the back end's settings as they are now, the code's and the glue's thread runtime's
+    # (hloc.backend.settings: process-wide LLVM options and levels the texts do not show),
+    # as the JIT's keys hold them (jit.module_key, threadpool_jit)
     key = cache_key("aot", low.prefix, *texts, repr(settings), str(linked), options.key(),
                     target.triple, target.cpu, target.features, __version__, sources_digest(),
-                    llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)))
+                    llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
+                    backend_settings.text(), backend_settings.text(backend_settings.RUNTIME))
     got = unpack(cache.get(key) or b"")
     if got is not None and isinstance(got[0].get("objects"), list):
         sizes, blob = got[0]["objects"], got[1]
