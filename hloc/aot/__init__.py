@@ -2,10 +2,16 @@
 
 `compile_library(module, "libm.so", header="m.h", name="m")` writes an object file,
 static archive or shared library holding the JIT's code for `module` (hloc.aot.lower)
-and a header describing its C ABI (hloc.aot.header). The code compiles as the JIT
-compiles it: in the JIT's parts, each with the JIT's settings (hloc.backend.jit.part_plan),
-on every core, beside one part of glue (entry points, thread runtime); a .so or .a holds
-one object per part, a .o the parts' optimised modules linked into one. Layout:
+and a header describing its C ABI (hloc.aot.header). Shared with the JIT: the emitters
+(hloc.backend.computation.Functions), the units (hloc.backend.jit.collect_units), the part
+plan and each part's settings (hloc.backend.jit.part_plan: SLP, level, code-generation
+level, brief LLVM options) and the parts' compile (compile_threads.compile_all, on every
+core). What differs: the entry computation stays external and is no unit (the glue calls
+it, one part of its own: entry points and the thread runtime, where the JIT has
+hloc_entry), the target's machines (PIC; the host's CPU unless told) and every name but
+the exports renamed `PREFIX.name`; a .so or .a holds one object per part, while a .o
+links the parts' optimised modules into one and code-generates it once, at the highest of
+the parts' code-generation levels (hloc.aot.target.linked_object). Layout:
   abi.py     argument / result leaves: names, types, dims, layout, bytes
   lower.py   the LLVM modules: JIT functions; checked C entry points + the thread runtime
   target.py  target machines (host or cross), the parts' objects, the undefined-symbol check
@@ -95,7 +101,7 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
     extra = {"blas": frozenset(_SCIPY_GEMM), "cblas": frozenset(_CBLAS)}.get(interface, frozenset())
     libs = [os.path.abspath(p) for p in (blas, lapack) if p]
     if lapack:
-        extra = extra | (frozenset(undefined_symbols(objs)) - frozenset({"hloc_aot_ctx"}))
+        extra = extra | frozenset(undefined_symbols(objs))
     undefined = check_symbols(objs, extra)
     if kind == ".o":
         with open(path, "wb") as f:
@@ -115,11 +121,12 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
 
 
 def _parts(low, options):
-    """The library's parts and their settings: the code's as the JIT compiles it
-    (hloc.backend.jit.part_plan, the entry computation kept external for the glue), then
-    the glue, mostly the thread runtime, as the JIT compiles that (no passes, code
-    generation at hloc.backend.threadpool_jit.LEVEL; its checks and calls gain nothing
-    from more), in the same options phase as the code's last part (no phase of its own)."""
+    """The library's parts, their settings and how many of them are units': the code's
+    as the JIT plans them (hloc.backend.jit.part_plan with the units lower_library made,
+    the entry computation kept external for the glue), then the glue, mostly the thread
+    runtime, as the JIT compiles that (no passes, code generation at
+    hloc.backend.threadpool_jit.LEVEL; its checks and calls gain nothing from more), in
+    the same options phase as the code's last part (no phase of its own)."""
     from ..backend import jit, threadpool_jit
     sp, settings = jit.part_plan(low.fns, options, roots=(low.entry.name,), units=low.units,
                                  printed=low.printed)

@@ -55,9 +55,9 @@ from . import vmath  # noqa: F401,E402
 from ..diagnostics import UnsupportedError
 from .context import Options
 from .executable import Executable
-from .jit import lower, optimize
+from .jit import lower
 
-__all__ = ["Options", "Executable", "compile_module", "lower", "optimize", "emit_llvm"]
+__all__ = ["Options", "Executable", "compile_module", "lower", "emit_llvm"]
 
 
 def compile_module(module, *, numerics: str = "xla-cpu", cache_dir=None,

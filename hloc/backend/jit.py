@@ -3,21 +3,21 @@
 `lower(module, options)` emits the whole HLO module as one LLVM module (every kernel and
 computation function) plus the entry wrapper `hloc_entry(params, outs, temp)`, which in
 xla-cpu numerics sets FTZ/DAZ in MXCSR around the call and restores it after.
-`optimize(ir_text, options)` runs O3 (SLP on) and returns the optimised module — the
-IR that `hloc emit-llvm` prints is what `compile_objects(...)` compiles, dealt out to
-parts (hloc.backend.partition: a large module is split by size into parts that LLVM
-optimises and emits on several threads, hloc.backend.compile_threads; the part count
-depends on the module alone, so objects do not depend on the machine's cores; a part
-holding a very large function is optimised without SLP, SLP_MAX_INSTRUCTIONS; a module
-whose loops all run briefly is compiled without loop strength reduction and partial
-unrolling, compile_threads.BRIEF_OPTIONS; a part whose loops all run briefly is optimised
-and code-generated at BRIEF_LEVEL; a part of row kernels has its own settings, ROW_SLP,
-ROW_CODEGEN_LEVEL, ROW_BRIEF_OPTIONS; with `ahead`, a large computation's part starts
-compiling on a thread of its own as soon as its code is complete, beside the rest of IR
-generation: grad(scan)'s scan bodies, BERT's layer loop). The
-objects are checked against the runtime table before they are loaded into one engine,
-and the engine that owns the code is kept by the returned `NativeCode` as long as
-anyone can call into it.
+`compile_objects(...)` compiles it in parts, each optimised and code-generated with its
+own settings (`part_plan`); `hloc emit-llvm` prints those parts, each before or after its
+own passes (hloc.backend.llvm_parts). Parts (hloc.backend.partition): a large module is
+split by size into parts that LLVM optimises and emits on several threads
+(hloc.backend.compile_threads); the part count depends on the module alone, so objects do
+not depend on the machine's cores; a part holding a very large function is optimised
+without SLP, SLP_MAX_INSTRUCTIONS; a module whose loops all run briefly is compiled
+without loop strength reduction and partial unrolling, compile_threads.BRIEF_OPTIONS; a
+part whose loops all run briefly is optimised and code-generated at BRIEF_LEVEL; a part of
+row kernels has its own settings, ROW_SLP, ROW_CODEGEN_LEVEL, ROW_BRIEF_OPTIONS; with
+`ahead`, a large computation's part starts compiling on a thread of its own as soon as its
+code is complete, beside the rest of IR generation (`collect_units`): grad(scan)'s scan
+bodies, BERT's layer loop. The objects are checked against the runtime table before they
+are loaded into one engine, and the engine that owns the code is kept by the returned
+`NativeCode` as long as anyone can call into it.
 `module_key` keys the object cache on the HLO text and hloc's sources, not on the IR,
 so a cache hit skips the HLO passes and IR generation.
 """
@@ -235,8 +235,11 @@ def part_plan(fns: Functions, options: Options, roots=(ENTRY,), units=(), printe
     partition.Split, [(SLP on, brief options, level, code-generation level)] per part;
     level None: the options', code generation None: the part's level). `roots`: functions
     that stay external (looked up by name); `units`: (name, text, members, settings) of
-    the parts made ahead (`unit_settings`), used first. The one plan of the JIT (`lower`),
-    `hloc emit-llvm` and the AOT library (hloc.aot)."""
+    the parts made ahead (`collect_units`, `unit_settings`), used first. The one plan of
+    the JIT (`lower`), `hloc emit-llvm` (hloc.backend.llvm_parts, from `lower`'s parts)
+    and the AOT library (hloc.aot: the same parts and settings for its code module, with
+    the entry computation as root instead of ENTRY and no unit of it, plus a glue part
+    planned there)."""
     mcx = fns.mcx
     sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=roots,
                          units=[u[:3] for u in units], printed=printed)
@@ -314,17 +317,6 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
     lowered.donated = [(j, i, kind, j in inplace) for j, i, kind in donated]
     mcx.release()                         # freed by reference counting (context.gc_paused)
     return lowered
-
-
-def optimize(ir_text: str, options: Options):
-    """The parsed, verified and optimised llvm ModuleRef."""
-    mod = llvm.parse_assembly(ir_text)
-    mod.verify()
-    if options.opt_level > 0:
-        pb = compile_threads.pass_builder(target_machine(options.opt_level), options.opt_level)
-        with compile_threads.OPTIONS_LOCK:          # hloc's default LLVM options
-            pb.getModulePassManager().run(mod, pb)
-    return mod
 
 
 class NativeCode:
