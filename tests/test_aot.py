@@ -605,7 +605,7 @@ def test_portable_cpu(cpu, tmp_path, cache):
 def _jit_settings(module):
     from hloc.backend import Options, jit
     options = Options(gemm="emitted")
-    return jit.lower(module, options).settings(options)
+    return jit.lower(module, options, units=True).settings(options)     # as it compiles
 
 
 def _row_module(name):
@@ -641,6 +641,7 @@ def test_library_parts_are_the_jits(prog, tmp_path, cache):
     module = _module(prog)
     lib = compile_library(module, str(tmp_path / "libm.a"), name="m", cache_dir=cache)
     assert len(lib.parts) >= 3 and lib.parts[:-1] == _jit_settings(module)
+    assert lib.units == 0
     members = subprocess.run(["ar", "t", str(tmp_path / "libm.a")], capture_output=True,
                              text=True).stdout.split() if shutil.which("ar") else None
     assert members in (None, [f"m_{k:02d}.o" for k in range(len(lib.parts))])
@@ -662,3 +663,106 @@ def test_object_of_a_module_in_parts_has_the_jits_bits(tmp_path, cache):
         rc, got = clib.call(_arg_buffers(module, ins), threads=threads)
         assert rc == 0
         assert all(_same_bits(e, a) for e, a in zip(ref, got)), f"threads={threads}"
+
+
+# How many units the JIT makes (hloc.backend.partition.unit_part: a large computation's
+# part of its own), the entry computation's last (searchsorted: comp.main.23; BERT:
+# comp.region_0.22, comp.region_16.74.clone, comp.main.79); the library's units are the
+# same but the entry computation's, which there is the rest of the module (the glue
+# stands where the JIT's wrapper, hloc_entry, does).
+UNITS = {"searchsorted_interp": 1, "bert_train_step": 3}
+
+
+@pytest.mark.parametrize("prog", sorted(UNITS))
+def test_library_has_the_jits_units(prog, tmp_path, cache):
+    from hloc.backend import Options, compile_threads, jit
+    if not compile_threads.available():
+        pytest.skip("no units where parts cannot compile at once (as in the JIT)")
+    module = _module(prog)
+    options = Options(gemm="emitted")
+    low = jit.lower(module, options, units=True)
+    assert low.units == UNITS[prog]
+    jit_settings = low.settings(options)
+    lib = compile_library(module, str(tmp_path / "libm.a"), name="m", cache_dir=cache)
+    n = UNITS[prog] - 1
+    assert lib.units == n and lib.parts[:n] == jit_settings[:n]
+    if prog == "searchsorted_interp":       # the JIT's: the unit, then hloc_entry alone
+        assert len(jit_settings) == 2 and lib.parts[:-1] == jit_settings[:1]
+    ins, outs = _io(prog)
+    clib = CLib(tmp_path / "libm.so", "m", compile_library(
+        module, str(tmp_path / "libm.so"), name="m", cache_dir=cache), module)
+    rc, got = clib.call(_arg_buffers(module, ins), threads=2)
+    assert rc == 0
+    bad = [f"out{i}: {res.message}" for i, (e, a) in enumerate(zip(outs, got))
+           if not (res := near(e, a, SPEC)).ok]
+    assert not bad, "\n".join(bad)
+
+
+# -- names from the dump never take the library's -------------------------------------------
+
+EXPORT_NAMES = """HloModule m_run
+
+m_run_with {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m_run = f32[] add(a, b)
+}
+
+ENTRY m_run {
+  p = f32[1048576] parameter(0)
+  m_run = f32[1048576] exponential(p)
+  m_run_with = f32[1024,1024] reshape(m_run)
+  m.m_run = f32[1024,1024] transpose(m_run_with), dimensions={1,0}
+  hloc_rt.lock = f32[1024,1024] multiply(m.m_run, m_run_with)
+  c = f32[] constant(0)
+  m_run_with.1 = f32[1024] reduce(hloc_rt.lock, c), dimensions={1}, to_apply=m_run_with
+  ROOT m_run.2 = (f32[1024,1024], f32[1024]) tuple(hloc_rt.lock, m_run_with.1)
+}
+"""
+
+
+@needs_cc
+def test_dump_names_never_take_the_entry_points(tmp_path, cache):
+    """Kernels named `m_run` / `m_run_with` (large: external in the code's module) are
+    renamed like every other definition, never taking the exports: each of .a, .so and .o,
+    linked into a C program, runs the entry (the interpreter's values), not a kernel."""
+    from hloc.interp import run_module
+    module = hloc.parse(EXPORT_NAMES)
+    x = np.random.default_rng(0).uniform(-1, 1, 1 << 20).astype(np.float32)
+    want = flatten_leaves(run_module(module, [x]), module.entry.root.shape)
+    _write_inputs(module, [x], tmp_path / "in")
+    driver, header = HERE / "aot" / "driver.c", tmp_path / "m.h"
+    for kind in (".a", ".so", ".o"):
+        lib_path = tmp_path / f"libm{kind}"
+        lib = compile_library(module, str(lib_path), header=str(header), name="m", cache_dir=cache)
+        exe = tmp_path / f"prog{kind}"
+        _cc("-O1", "-include", header, driver, lib_path, f"-Wl,-rpath,{tmp_path}", "-lm",
+            "-lpthread", "-o", exe)
+        out = tmp_path / f"out{kind}"
+        out.mkdir()
+        r = subprocess.run([exe, tmp_path / "in", out, "2", "0", "0"], capture_output=True,
+                           text=True, env={"PATH": "/usr/bin:/bin"})
+        assert r.returncode == 0, f"{kind}: {r.stderr}"
+        got = _read_outputs(module, lib, out)
+        bad = [f"{kind} out{i}: {res.message}" for i, (e, a) in enumerate(zip(want, got))
+               if not (res := near(np.asarray(e), a, SPEC)).ok]
+        assert not bad, "\n".join(bad)
+
+
+def test_object_cache_key_holds_the_back_ends_settings(tmp_path, monkeypatch):
+    """An object compiled under other back-end settings (one the IR text does not show: a
+    process-wide LLVM option) is never taken from the cache (hloc.backend.settings)."""
+    from hloc.backend import cache as object_cache
+    from hloc.backend import jit
+    puts = []
+    put = object_cache.ObjectCache.put
+    monkeypatch.setattr(object_cache.ObjectCache, "put",
+                        lambda self, key, obj: (puts.append(key), put(self, key, obj)))
+    module = _row_module("softmax")
+    args = dict(name="m", cache_dir=tmp_path / "cache")
+    compile_library(module, str(tmp_path / "a.o"), **args)
+    compile_library(module, str(tmp_path / "a.o"), **args)            # a hit
+    assert len(puts) == 1
+    monkeypatch.setattr(jit, "UNROLL_THRESHOLD", jit.UNROLL_THRESHOLD + 1)
+    compile_library(module, str(tmp_path / "a.o"), **args)
+    assert len(puts) == 2 and puts[0] != puts[1]

@@ -12,7 +12,7 @@ import pytest
 from llvmlite import ir
 
 import hloc
-from hloc.backend import compile_module, jit, row_groups, row_hosts, row_vector
+from hloc.backend import compile_module, jit, llvm_parts, row_groups, row_hosts, row_vector
 from hloc.backend.access_groups import PARALLEL, parallel_accesses
 from hloc.backend.context import Options
 from hloc.backend.loops import for_range, hint_loops
@@ -98,6 +98,11 @@ def _module(rows, cols, name="softmax"):
     return prepare_for_cpu(hloc.parse(_softmax(rows, cols), name), None)
 
 
+def _optimised(module) -> str:
+    """The module's IR as the JIT optimises it: every part after its own passes."""
+    return llvm_parts.text(llvm_parts.module_parts(module, Options()))
+
+
 def _rows_ir(module, options=None) -> str:
     text = jit.lower(module, options or Options()).ir_text
     start = text.index('.rows"(')
@@ -124,10 +129,10 @@ def test_softmax_rows_marked_where_no_written_buffer_is_read(monkeypatch, hosted
     assert len(set(groups)) == len(marked_stores) == (1 if hosted else 3)
     if hosted:      # the divide's store into the output row it reads is left unmarked
         assert any("llvm.access.group" not in ln for ln in stores)
-    opt = str(jit.optimize(jit.lower(module, Options()).ir_text, Options()))
+    opt = _optimised(module)
     assert "vector.body" in opt and "diff.check" not in opt and "conflict" not in opt
     monkeypatch.setattr(row_groups, "PARALLEL_ACCESSES", False)
-    plain = str(jit.optimize(jit.lower(module, Options()).ir_text, Options()))
+    plain = _optimised(module)
     # what the marks take away: x against the output row exp writes (a row scratch on
     # the stack LLVM knows to be apart from any argument)
     assert ("diff.check" in plain) == hosted
@@ -186,9 +191,9 @@ def test_exact_divide_loop_left_scalar(monkeypatch, hosted):
     nodes = dict(re.findall(r"^!(\d+) = distinct !\{(.*)\}$", text, re.M))
     cold = [k for k in loop_ids if f"!{scalar[0]}" in nodes[k].split(", ")[1:]]
     assert len(cold) == 1
-    opt = str(jit.optimize(text, Options()))
+    opt = _optimised(module)
     vector_fdiv = re.compile(r"fdiv [a-z ]*<")
     assert re.search(r"fdiv [a-z ]*float", opt) and not vector_fdiv.search(opt) and "fmul <" in opt
     monkeypatch.setattr(row_groups, "COLD_SCALAR", False)
-    opt = str(jit.optimize(jit.lower(module, Options()).ir_text, Options()))
+    opt = _optimised(module)
     assert vector_fdiv.search(opt)

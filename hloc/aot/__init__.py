@@ -2,10 +2,16 @@
 
 `compile_library(module, "libm.so", header="m.h", name="m")` writes an object file,
 static archive or shared library holding the JIT's code for `module` (hloc.aot.lower)
-and a header describing its C ABI (hloc.aot.header). The code compiles as the JIT
-compiles it: in the JIT's parts, each with the JIT's settings (hloc.backend.jit.part_plan),
-on every core, beside one part of glue (entry points, thread runtime); a .so or .a holds
-one object per part, a .o the parts' optimised modules linked into one. Layout:
+and a header describing its C ABI (hloc.aot.header). Shared with the JIT: the emitters
+(hloc.backend.computation.Functions), the units (hloc.backend.jit.collect_units), the part
+plan and each part's settings (hloc.backend.jit.part_plan: SLP, level, code-generation
+level, brief LLVM options) and the parts' compile (compile_threads.compile_all, on every
+core). What differs: the entry computation stays external and is no unit (the glue calls
+it, one part of its own: entry points and the thread runtime, where the JIT has
+hloc_entry), the target's machines (PIC; the host's CPU unless told) and every name but
+the exports renamed `PREFIX.name`; a .so or .a holds one object per part, while a .o
+links the parts' optimised modules into one and code-generates it once, at the highest of
+the parts' code-generation levels (hloc.aot.target.linked_object). Layout:
   abi.py     argument / result leaves: names, types, dims, layout, bytes
   lower.py   the LLVM modules: JIT functions; checked C entry points + the thread runtime
   target.py  target machines (host or cross), the parts' objects, the undefined-symbol check
@@ -43,6 +49,7 @@ class Library:
     # per part compiled (the code's as the JIT's, then the glue): (SLP on, brief LLVM
     # options, level, code-generation level), hloc.backend.jit.Lowered.settings' form
     parts: list = field(default_factory=list)
+    units: int = 0          # the first parts: units' own (hloc.backend.partition.unit_part)
 
 
 def _prefix(name: str | None, path: str) -> str:
@@ -89,12 +96,12 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
     options = Options(numerics, opt_level, gemm=interface)
     low = lower_library(module, options, prefix, target.triple, target.data_layout, threads,
                         target.features)
-    texts, settings = _parts(low, options)
+    texts, settings, units = _parts(low, options)
     objs = _objects(texts, settings, options, target, cache_dir, low, kind == ".o")
     extra = {"blas": frozenset(_SCIPY_GEMM), "cblas": frozenset(_CBLAS)}.get(interface, frozenset())
     libs = [os.path.abspath(p) for p in (blas, lapack) if p]
     if lapack:
-        extra = extra | (frozenset(undefined_symbols(objs)) - frozenset({"hloc_aot_ctx"}))
+        extra = extra | frozenset(undefined_symbols(objs))
     undefined = check_symbols(objs, extra)
     if kind == ".o":
         with open(path, "wb") as f:
@@ -110,23 +117,25 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
         with open(header, "w") as f:
             f.write(header_text(low, module.name, source or "MODULE", target, cpp_class, note))
     return Library(path, header, prefix, target.triple, target.cpu, low.scratch, low.args,
-                   low.results, undefined, settings)
+                   low.results, undefined, settings, units)
 
 
 def _parts(low, options):
-    """The library's parts and their settings: the code's as the JIT compiles it
-    (hloc.backend.jit.part_plan, the entry computation kept external for the glue), then
-    the glue, mostly the thread runtime, as the JIT compiles that (no passes, code
-    generation at hloc.backend.threadpool_jit.LEVEL; its checks and calls gain nothing
-    from more), in the same options phase as the code's last part (no phase of its own)."""
+    """The library's parts, their settings and how many of them are units': the code's
+    as the JIT plans them (hloc.backend.jit.part_plan with the units lower_library made,
+    the entry computation kept external for the glue), then the glue, mostly the thread
+    runtime, as the JIT compiles that (no passes, code generation at
+    hloc.backend.threadpool_jit.LEVEL; its checks and calls gain nothing from more), in
+    the same options phase as the code's last part (no phase of its own)."""
     from ..backend import jit, threadpool_jit
-    sp, settings = jit.part_plan(low.fns, options, roots=(low.entry.name,))
+    sp, settings = jit.part_plan(low.fns, options, roots=(low.entry.name,), units=low.units,
+                                 printed=low.printed)
     low.ir_text = sp.text + "\n" + low.glue
     settings = [(slp, brief, options.opt_level if lv is None else lv,
                  (options.opt_level if lv is None else lv) if cg is None else cg)
                 for slp, brief, lv, cg in settings]
     glue = (False, settings[-1][1], 0, threadpool_jit.LEVEL)
-    return sp.parts + [low.glue], settings + [glue]
+    return sp.parts + [low.glue], settings + [glue], sp.units
 
 
 def _objects(texts, settings, options, target, cache_dir, low, linked: bool) -> list[bytes]:
@@ -136,12 +145,17 @@ def _objects(texts, settings, options, target, cache_dir, low, linked: bool) -> 
     import llvmlite.binding as llvm
 
     from .. import __version__
+    from ..backend import settings as backend_settings
     from ..backend.cache import ObjectCache, cache_key, pack, unpack
     from ..backend.jit import compile_threads_default, sources_digest
     cache = ObjectCache(cache_dir)
+    # the back end's settings as they are now, the code's and the glue's thread runtime's
+    # (hloc.backend.settings: process-wide LLVM options and levels the texts do not show),
+    # as the JIT's keys hold them (jit.module_key, threadpool_jit)
     key = cache_key("aot", low.prefix, *texts, repr(settings), str(linked), options.key(),
                     target.triple, target.cpu, target.features, __version__, sources_digest(),
-                    llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)))
+                    llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
+                    backend_settings.text(), backend_settings.text(backend_settings.RUNTIME))
     got = unpack(cache.get(key) or b"")
     if got is not None and isinstance(got[0].get("objects"), list):
         sizes, blob = got[0]["objects"], got[1]

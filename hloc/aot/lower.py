@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..backend import parallel, threadpool
+from ..backend import compile_threads, jit, parallel, threadpool
 from ..backend.computation import Functions
 from ..backend.context import ModuleContext, Options
 from ..backend.loops import for_range, i64
@@ -54,16 +54,22 @@ SCRATCH_ALIGN = 64
 class Lowered:
     def __init__(self, fns, entry, glue, glue_module, scratch, args, results, prefix, threads):
         self.fns = fns                  # the code (hloc.backend.jit.part_plan plans its parts)
+        self.units, self.printed = [], {}   # its units (jit.collect_units), for part_plan
         self.entry = entry              # its entry computation's function, which glue calls
         self.glue = glue                # the glue module's text
         self.ir_text = glue             # hloc.aot adds the code's, printed for its parts
         self.scratch = scratch
         self.args, self.results = args, results
         self.prefix, self.threads = prefix, threads
-        self.exports = (f"{prefix}_run", f"{prefix}_run_with")
+        self.exports = export_names(prefix)
         # every function and global either module defines, which the library names
         # `PREFIX.name`, hidden, but the exports (hloc.aot.target)
         self.defined = (_defined(fns.mcx.module) | _defined(glue_module)) - set(self.exports)
+
+
+def export_names(prefix: str) -> tuple:
+    """The library's exported symbols: PREFIX_run, PREFIX_run_with (hloc.aot.header)."""
+    return f"{prefix}_run", f"{prefix}_run_with"
 
 
 def _defined(module: ir.Module) -> set:
@@ -76,8 +82,10 @@ def lower_library(module, options: Options, prefix: str, triple: str, data_layou
                   threads: int = 1, features: str = "") -> Lowered:
     from ..backend.expand import for_codegen
     module = for_codegen(module)          # as the JIT's (batch-norm, library fusions)
+    exports = export_names(prefix)
     glue = ModuleContext(module.name + ".glue", options, triple, data_layout)
     glue.features = features
+    glue.reserve(exports)
     ctx = ir.GlobalVariable(glue.module, PTR, name=glue.fixed(CTX))
     ctx.initializer = ir.Constant(PTR, None)
     ctx.linkage = "internal"
@@ -86,16 +94,24 @@ def lower_library(module, options: Options, prefix: str, triple: str, data_layou
     parallel_fn = _install_parallel(glue, ctx, fpenv, triple)
     mcx = ModuleContext(module.name, options, triple, data_layout)
     mcx.features = features
+    # the code and the glue link into one library: no name of the code's may be an export
+    # (exports keep their names) or one the glue defines, before any kernel is named
+    mcx.reserve((*exports, *_defined(glue.module)))
     # the code calls the glue's hloc.parallel (another part: a declaration here)
     mcx._decls["hloc.parallel"] = ir.Function(mcx.module, parallel_fn.function_type,
                                               name=mcx.fixed(parallel_fn.name))
     fns = Functions(mcx)
+    # the units' parts, as the JIT's (jit.lower); the entry computation, named only once
+    # emitted (no root here), is the rest of the module, dealt out to parts, not a unit:
+    # the glue is what stands where the JIT's wrapper is
+    units, printed = jit.collect_units(fns, options, ()) if compile_threads.available() \
+        else ([], {})
     entry = fns.compile(module.entry)
     scratch = fns.arena(module.entry)
     args, results = argument_leaves(module.entry), result_leaves(module.entry)
     callee = ir.Function(glue.module, entry.function_type, name=entry.name)
     run_with = _run_with(glue, prefix, callee, ctx, fpenv, args, results, scratch, threads)
-    run = ir.Function(glue.module, ir.FunctionType(I32, [PTR, PTR, PTR]), name=f"{prefix}_run")
+    run = ir.Function(glue.module, ir.FunctionType(I32, [PTR, PTR, PTR]), name=exports[0])
     b = ir.IRBuilder(run.append_basic_block("entry"))
     b.ret(b.call(run_with, [*run.args, ir.Constant(PTR, None)]))
     text = str(glue.module)
@@ -103,7 +119,10 @@ def lower_library(module, options: Options, prefix: str, triple: str, data_layou
     if text.count(decl) != 1:
         raise AssertionError("thread-local config pointer not found in the module text")
     text = text.replace(decl, f"@\"{CTX}\" = internal thread_local global ptr null")
-    return Lowered(fns, entry, text, glue.module, scratch, args, results, prefix, threads)
+    low = Lowered(fns, entry, text, glue.module, scratch, args, results, prefix, threads)
+    low.units = [u for u in units if u[0] != entry.name]
+    low.printed = printed
+    return low
 
 
 class _FpEnv:
@@ -183,7 +202,7 @@ def _umin(b, x, y):
 
 
 def _run_with(mcx, prefix, entry, ctx, fpenv, args, results, scratch, threads):
-    fn = ir.Function(mcx.module, ir.FunctionType(I32, [PTR, PTR, PTR, PTR]), name=f"{prefix}_run_with")
+    fn = ir.Function(mcx.module, ir.FunctionType(I32, [PTR, PTR, PTR, PTR]), name=export_names(prefix)[1])
     a_arr, r_arr, scr, cfg_in = fn.args
     for v, n in zip(fn.args, ("args", "results", "scratch", "config")):
         v.name = n

@@ -56,9 +56,9 @@ from . import device_runtime, expand, narrow_floats, settings, vmath  # noqa: F4
 from ..diagnostics import UnsupportedError
 from .context import Options
 from .executable import Executable
-from .jit import lower, optimize
+from .jit import lower
 
-__all__ = ["Options", "Executable", "compile_module", "lower", "optimize", "emit_llvm"]
+__all__ = ["Options", "Executable", "compile_module", "lower", "emit_llvm"]
 
 
 def compile_module(module, *, numerics: str = "xla-cpu", cache_dir=None,

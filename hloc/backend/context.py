@@ -121,6 +121,11 @@ class ModuleContext:
         self._names.add(out)
         return out
 
+    def reserve(self, names) -> None:
+        """Keep `names` from every later `unique` in this module: symbols defined beside
+        it that it must not define (an AOT library's entry points and glue, hloc.aot.lower)."""
+        self._names.update(names)
+
     @staticmethod
     def fixed(name: str) -> str:
         """`name`, for hloc's own symbol of that name; it must be reserved (RESERVED)."""

@@ -3,21 +3,21 @@
 `lower(module, options)` emits the whole HLO module as one LLVM module (every kernel and
 computation function) plus the entry wrapper `hloc_entry(params, outs, temp)`, which in
 xla-cpu numerics sets FTZ/DAZ in MXCSR around the call and restores it after.
-`optimize(ir_text, options)` runs O3 (SLP on) and returns the optimised module — the
-IR that `hloc emit-llvm` prints is what `compile_objects(...)` compiles, dealt out to
-parts (hloc.backend.partition: a large module is split by size into parts that LLVM
-optimises and emits on several threads, hloc.backend.compile_threads; the part count
-depends on the module alone, so objects do not depend on the machine's cores; a part
-holding a very large function is optimised without SLP, SLP_MAX_INSTRUCTIONS; a module
-whose loops all run briefly is compiled without loop strength reduction and partial
-unrolling, compile_threads.BRIEF_OPTIONS; a part whose loops all run briefly is optimised
-and code-generated at BRIEF_LEVEL; a part of row kernels has its own settings, ROW_SLP,
-ROW_CODEGEN_LEVEL, ROW_BRIEF_OPTIONS; with `ahead`, a large computation's part starts
-compiling on a thread of its own as soon as its code is complete, beside the rest of IR
-generation: grad(scan)'s scan bodies, BERT's layer loop). The
-objects are checked against the runtime table before they are loaded into one engine,
-and the engine that owns the code is kept by the returned `NativeCode` as long as
-anyone can call into it.
+`compile_objects(...)` compiles it in parts, each optimised and code-generated with its
+own settings (`part_plan`); `hloc emit-llvm` prints those parts, each before or after its
+own passes (hloc.backend.llvm_parts). Parts (hloc.backend.partition): a large module is
+split by size into parts that LLVM optimises and emits on several threads
+(hloc.backend.compile_threads); the part count depends on the module alone, so objects do
+not depend on the machine's cores; a part holding a very large function is optimised
+without SLP, SLP_MAX_INSTRUCTIONS; a module whose loops all run briefly is compiled
+without loop strength reduction and partial unrolling, compile_threads.BRIEF_OPTIONS; a
+part whose loops all run briefly is optimised and code-generated at BRIEF_LEVEL; a part of
+row kernels has its own settings, ROW_SLP, ROW_CODEGEN_LEVEL, ROW_BRIEF_OPTIONS; with
+`ahead`, a large computation's part starts compiling on a thread of its own as soon as its
+code is complete, beside the rest of IR generation (`collect_units`): grad(scan)'s scan
+bodies, BERT's layer loop. The objects are checked against the runtime table before they
+are loaded into one engine, and the engine that owns the code is kept by the returned
+`NativeCode` as long as anyone can call into it.
 `module_key` keys the object cache on the HLO text and hloc's sources, not on the IR,
 so a cache hit skips the HLO passes and IR generation.
 """
@@ -207,13 +207,39 @@ def unit_settings(fns: Functions, members: set, options: Options):
     return slp, _cheap_options(fns, members, brief), level, cg
 
 
+def collect_units(fns: Functions, options: Options, roots=(ENTRY,), pending=None):
+    """Have `fns` make the part of each unit (hloc.backend.partition.unit_part, with
+    `unit_settings`) as soon as its code is complete; `pending` (compile_threads.Ahead):
+    start compiling it there. Returns (made, printed), filled while `fns` compiles:
+    `part_plan`'s `units` and `printed`. The JIT's (`lower`) and the AOT library's
+    (hloc.aot.lower) units; only where compile_threads.available(), as `lower` plans them."""
+    mcx = fns.mcx
+    made, printed = [], {}                # units' (name, text, members, settings); texts printed
+
+    def on_unit(fn):
+        got = partition.unit_part(mcx.module, fn, printed, roots=roots)
+        if got is None:
+            return
+        text, members = got
+        settings = slp, cheap, level, cg = unit_settings(fns, members, options)
+        level = options.opt_level if level is None else level
+        if pending is not None:
+            pending.submit(len(made), text, level, slp, cheap, level if cg is None else cg)
+        made.append((fn.name, text, members, settings))
+    fns.on_unit = on_unit
+    return made, printed
+
+
 def part_plan(fns: Functions, options: Options, roots=(ENTRY,), units=(), printed=None):
     """The parts LLVM compiles the module of `fns` as, with their settings: (the
     partition.Split, [(SLP on, brief options, level, code-generation level)] per part;
     level None: the options', code generation None: the part's level). `roots`: functions
     that stay external (looked up by name); `units`: (name, text, members, settings) of
-    the parts made ahead (`unit_settings`), used first. The one plan of the JIT (`lower`),
-    `hloc emit-llvm` and the AOT library (hloc.aot)."""
+    the parts made ahead (`collect_units`, `unit_settings`), used first. The one plan of
+    the JIT (`lower`), `hloc emit-llvm` (hloc.backend.llvm_parts, from `lower`'s parts)
+    and the AOT library (hloc.aot: the same parts and settings for its code module, with
+    the entry computation as root instead of ENTRY and no unit of it, plus a glue part
+    planned there)."""
     mcx = fns.mcx
     sp = partition.split(mcx.module, PART_BYTES, MAX_PARTS, roots=roots,
                          units=[u[:3] for u in units], printed=printed)
@@ -247,22 +273,9 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
     mcx = ModuleContext(module.name, options, triple, str(compile_machine().target_data))
     mcx.features = feats                  # the target's, for code that depends on them
     fns = Functions(mcx, share_kernels)
-    made, printed = [], {}                # units' (name, text, members, settings); texts printed
     planned = (ahead if units is None else units) and compile_threads.available()
     pending = compile_threads.Ahead(compile_machine) if ahead and planned else None
-
-    def on_unit(fn):
-        got = partition.unit_part(mcx.module, fn, printed, roots=(ENTRY,))
-        if got is None:
-            return
-        text, members = got
-        settings = slp, cheap, level, cg = unit_settings(fns, members, options)
-        level = options.opt_level if level is None else level
-        if pending is not None:
-            pending.submit(len(made), text, level, slp, cheap, level if cg is None else cg)
-        made.append((fn.name, text, members, settings))
-    if planned:
-        fns.on_unit = on_unit
+    made, printed = collect_units(fns, options, (ENTRY,), pending) if planned else ([], {})
     donated = alias_leaves(module, options.donate)
     fns.donated = (module.entry, donated)
     try:
@@ -304,17 +317,6 @@ def lower(module, options: Options, share_kernels: bool = True, ahead: bool = Fa
     lowered.donated = [(j, i, kind, j in inplace) for j, i, kind in donated]
     mcx.release()                         # freed by reference counting (context.gc_paused)
     return lowered
-
-
-def optimize(ir_text: str, options: Options):
-    """The parsed, verified and optimised llvm ModuleRef."""
-    mod = llvm.parse_assembly(ir_text)
-    mod.verify()
-    if options.opt_level > 0:
-        pb = compile_threads.pass_builder(target_machine(options.opt_level), options.opt_level)
-        with compile_threads.OPTIONS_LOCK:          # hloc's default LLVM options
-            pb.getModulePassManager().run(mod, pb)
-    return mod
 
 
 class NativeCode:
