@@ -73,28 +73,12 @@ class Target:
         once, at the highest of the parts' code-generation levels, under
         compile_threads.BRIEF_OPTIONS only where every part compiles under them."""
         rename = _renamer(prefix, defined)
-        lock = compile_threads.OPTIONS_LOCK
-        mods = []
-        for text, (slp, brief, level, cg) in zip(texts, settings):
-            lock.acquire(compile_threads.BRIEF_OPTIONS if brief else compile_threads.DEFAULT_OPTIONS)
-            try:
-                mod = llvm.parse_assembly(text)
-                mod.verify()
-                rename(mod)
-                if level != 0:
-                    mpm, pb = compile_threads.module_passes(self.machine(cg), level, slp)
-                    mpm.run(mod, pb)
-            finally:
-                lock.release()
-            mods.append(mod)
+        mods = [compile_threads.optimised_module(text, self.machine(cg), level, slp, brief, rename)
+                for text, (slp, brief, level, cg) in zip(texts, settings)]
         for mod in mods[1:]:
             mods[0].link_in(mod)
-        brief = all(s[1] for s in settings)
-        lock.acquire(compile_threads.BRIEF_OPTIONS if brief else compile_threads.DEFAULT_OPTIONS)
-        try:
+        with compile_threads.OPTIONS_LOCK.compiling(all(s[1] for s in settings)):
             return self.machine(max(s[3] for s in settings)).emit_object(mods[0])
-        finally:
-            lock.release()
 
 
 def _renamer(prefix: str, defined):

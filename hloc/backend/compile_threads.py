@@ -53,6 +53,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
+from contextlib import contextmanager
 
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
@@ -117,6 +118,15 @@ class _Options:
         else:
             self._cond.release()
 
+    @contextmanager
+    def compiling(self, brief: bool):
+        """Held for a compile under BRIEF_OPTIONS (`brief`) or DEFAULT_OPTIONS."""
+        self.acquire(options_of(brief))
+        try:
+            yield
+        finally:
+            self.release()
+
     def __enter__(self):
         self.acquire(DEFAULT_OPTIONS)
 
@@ -125,6 +135,11 @@ class _Options:
 
 
 OPTIONS_LOCK = _Options()
+
+
+def options_of(brief: bool) -> tuple:
+    """The LLVM options a part compiles under: BRIEF_OPTIONS where `brief`."""
+    return BRIEF_OPTIONS if brief else DEFAULT_OPTIONS
 
 
 def available() -> bool:
@@ -182,20 +197,26 @@ class Stats:
         return now
 
 
-def optimised_text(ir_text: str, tm, opt_level: int, slp: bool = True,
-                   brief: bool = False) -> str:
-    """The IR of one part after its passes: `compile_one`'s optimisation, under the part's
-    options (BRIEF_OPTIONS where `brief`), printed (what `compile_one` emits code from)."""
-    OPTIONS_LOCK.acquire(BRIEF_OPTIONS if brief else DEFAULT_OPTIONS)
-    try:
+def optimised_module(ir_text: str, tm, opt_level: int, slp: bool = True,
+                     brief: bool = False, prepare=None):
+    """One part parsed, verified, `prepare`d and through its passes: `compile_one`'s
+    steps before code generation, under the part's options (BRIEF_OPTIONS where `brief`),
+    on llvmlite's locked calls."""
+    with OPTIONS_LOCK.compiling(brief):
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
+        if prepare is not None:
+            prepare(mod)
         if opt_level != 0:
             mpm, pb = module_passes(tm, opt_level, slp)
             mpm.run(mod, pb)
-        return str(mod)
-    finally:
-        OPTIONS_LOCK.release()
+        return mod
+
+
+def optimised_text(ir_text: str, tm, opt_level: int, slp: bool = True,
+                   brief: bool = False) -> str:
+    """The IR of one part after its passes, printed (what `compile_one` emits code from)."""
+    return str(optimised_module(ir_text, tm, opt_level, slp, brief))
 
 
 def compile_one(ir_text: str, make_tm, opt_level: int, unlocked: bool, stats=None,
@@ -273,13 +294,10 @@ def compile_all(texts: list[str], make_tm, opt_level: int, threads: int,
         ks = [k for k in range(n) if bool(brief[k]) == phase]
         if not ks:
             continue
-        OPTIONS_LOCK.acquire(BRIEF_OPTIONS if phase else DEFAULT_OPTIONS)
-        try:
+        with OPTIONS_LOCK.compiling(phase):
             objs = _compile_all([texts[k] for k in ks], make_tm, threads, stats,
                                 [slp[k] for k in ks], [levels[k] for k in ks],
                                 [codegen[k] for k in ks], prepare)
-        finally:
-            OPTIONS_LOCK.release()
         for k, obj in zip(ks, objs):
             out[k] = obj
     return out
@@ -338,11 +356,8 @@ class Ahead:
                 index, text, level, slp, brief, codegen = self._todo.pop(0)
             try:
                 tm = machine(codegen)
-                OPTIONS_LOCK.acquire(BRIEF_OPTIONS if brief else DEFAULT_OPTIONS)
-                try:
+                with OPTIONS_LOCK.compiling(brief):
                     obj = compile_one(text, lambda: tm, level, True, self.stats, slp)
-                finally:
-                    OPTIONS_LOCK.release()
                 with self._lock:
                     self._done[index] = obj
             except BaseException as e:      # re-raised by wait()

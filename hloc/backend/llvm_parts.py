@@ -43,7 +43,7 @@ class Part:
 
     def header(self) -> str:
         passes = LEAN_NAME if self.level == compile_threads.LEAN else f"O{self.level}"
-        opts = compile_threads.BRIEF_OPTIONS if self.brief else compile_threads.DEFAULT_OPTIONS
+        opts = compile_threads.options_of(self.brief)
         name = f" ({self.name})" if self.name else ""
         return (f"; hloc part {self.index + 1} of {self.count}{name}: passes={passes} "
                 f"slp={'on' if self.slp else 'off'} llvm-options={','.join(opts)} "
@@ -104,10 +104,6 @@ def read(printed: str) -> list[Part]:
 def compile_printed(part: Part, make_tm=jit.compile_machine) -> bytes:
     """The object of an optimised part's printed IR: code generation only, at its level
     and under its options (what the JIT emits after the part's passes)."""
-    compile_threads.OPTIONS_LOCK.acquire(
-        compile_threads.BRIEF_OPTIONS if part.brief else compile_threads.DEFAULT_OPTIONS)
-    try:
+    with compile_threads.OPTIONS_LOCK.compiling(part.brief):
         return compile_threads.compile_one(part.text, lambda: make_tm(part.codegen), 0,
                                            compile_threads.available())
-    finally:
-        compile_threads.OPTIONS_LOCK.release()
