@@ -131,9 +131,7 @@ def _parts(low, options):
     sp, settings = jit.part_plan(low.fns, options, roots=(low.entry.name,), units=low.units,
                                  printed=low.printed)
     low.ir_text = sp.text + "\n" + low.glue
-    settings = [(slp, brief, options.opt_level if lv is None else lv,
-                 (options.opt_level if lv is None else lv) if cg is None else cg)
-                for slp, brief, lv, cg in settings]
+    settings = jit.resolved(settings, options)
     glue = (False, settings[-1][1], 0, threadpool_jit.LEVEL)
     return sp.parts + [low.glue], settings + [glue], sp.units
 

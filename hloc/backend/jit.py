@@ -149,9 +149,17 @@ class Lowered:
     def settings(self, options: Options) -> list[tuple]:
         """Per part: (SLP on, brief options, level, code-generation level), levels as
         compiled (hloc.backend.compile_threads.compile_all's arguments)."""
-        levels = [options.opt_level if lv is None else lv for lv in self.levels]
-        return [(s, b, lv, lv if cg is None else cg)
-                for s, b, lv, cg in zip(self.slp, self.brief, levels, self.codegen)]
+        return resolved(zip(self.slp, self.brief, self.levels, self.codegen), options)
+
+
+def resolved(settings, options: Options) -> list[tuple]:
+    """`part_plan`'s settings with their levels as compiled: level None is the options',
+    code generation None the part's level."""
+    out = []
+    for slp, brief, level, cg in settings:
+        level = options.opt_level if level is None else level
+        out.append((slp, brief, level, level if cg is None else cg))
+    return out
 
 
 def _brief_names(fns: Functions, mcx) -> set:
