@@ -110,10 +110,9 @@ class Extremum:
         y = x
         if isinstance(t, ir.VectorType) and t.count > self.lanes:
             xs = ys = row_vector.split(b, x, self.lanes)
-            while len(xs) > 1:      # pairwise (an odd one out carried to the next level)
-                xs = [self._maxnum(*xs[i:i + 2]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
-                ys = [b.fadd(*ys[i:i + 2], flags=("reassoc",)) if i + 1 < len(ys) else ys[i]
-                      for i in range(0, len(ys), 2)]
+            while len(xs) > 1:
+                xs = row_vector.pairwise(xs, self._maxnum)
+                ys = row_vector.pairwise(ys, lambda p, q: b.fadd(p, q, flags=("reassoc",)))
             x, y, t = xs[0], ys[0], xs[0].type
         acc = self.wide[t.count] if isinstance(t, ir.VectorType) else self.acc
         m, flag = acc.get()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .row_vector import const, hoisted, splat, split, suffix
+from .row_vector import const, hoisted, pairwise, splat, split, suffix
 from .types import F32, I1, I32
 
 D_LO, D_HI = 1.0, 2.0 ** 32
@@ -132,35 +132,27 @@ class RowDivide:
         lo, hi = b.load(self.lo, typ=I32), b.load(self.hi, typ=I32)
         for w, (vlo, vhi) in self.vacc.items():     # the vector loops' lanes folded in
             it = ir.VectorType(I32, w)
-            umin = kb.mcx.intrinsic("llvm.umin.i32", I32, [I32, I32])
-            lo = b.call(umin, [lo, _reduce(kb, "umin", b.load(vlo, typ=it))])
-            umax = kb.mcx.intrinsic("llvm.umax.i32", I32, [I32, I32])
-            hi = b.call(umax, [hi, _reduce(kb, "umax", b.load(vhi, typ=it))])
+            lo = _minmax(kb, "umin", lo, _reduce(kb, "umin", b.load(vlo, typ=it)))
+            hi = _minmax(kb, "umax", hi, _reduce(kb, "umax", b.load(vhi, typ=it)))
         ok = b.and_(b.load(self.d_ok, typ=I1), b.and_(
             b.icmp_unsigned(">=", lo, ir.Constant(I32, A_MIN_BITS - _NORMAL_BITS)),
             b.icmp_unsigned("<", hi, ir.Constant(I32, _INF_BITS))))
         return b.xor(ok, ir.Constant(I1, 1))
 
 
-def _isuffix(it) -> str:
-    return f"v{it.count}i32" if isinstance(it, ir.VectorType) else "i32"
-
-
 def _minmax(kb, name: str, a, x):
     """llvm.umin/umax of two i32s or i32 vectors."""
     t = a.type
-    return kb.b.call(kb.mcx.intrinsic(f"llvm.{name}.{_isuffix(t)}", t, [t, t]), [a, x])
+    return kb.b.call(kb.mcx.intrinsic(f"llvm.{name}.{suffix(t)}", t, [t, t]), [a, x])
 
 
 def _fold(kb, name: str, parts):
-    """The vectors `parts` folded lane by lane with umin/umax, pairwise (an odd one out
-    carried to the next level, as Extremum.add folds)."""
+    """The vectors `parts` folded lane by lane with umin/umax, pairwise (as Extremum.add)."""
     while len(parts) > 1:
-        parts = [_minmax(kb, name, *parts[i:i + 2]) if i + 1 < len(parts) else parts[i]
-                 for i in range(0, len(parts), 2)]
+        parts = pairwise(parts, lambda a, x: _minmax(kb, name, a, x))
     return parts[0]
 
 
 def _reduce(kb, name: str, v):
     """llvm.vector.reduce.umin/umax of the i32 vector v."""
-    return kb.b.call(kb.mcx.intrinsic(f"llvm.vector.reduce.{name}.{_isuffix(v.type)}", I32, [v.type]), [v])
+    return kb.b.call(kb.mcx.intrinsic(f"llvm.vector.reduce.{name}.{suffix(v.type)}", I32, [v.type]), [v])

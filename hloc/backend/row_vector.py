@@ -92,9 +92,11 @@ def splat(b, v, lanes: int):
 
 
 def suffix(t) -> str:
-    """LLVM's overloaded-intrinsic suffix of a float type or vector of one."""
+    """LLVM's overloaded-intrinsic suffix of a float or integer type or a vector of one."""
     if isinstance(t, ir.VectorType):
         return f"v{t.count}{suffix(t.element)}"
+    if isinstance(t, ir.IntType):
+        return f"i{t.width}"
     return "f32" if t == F32 else "f64"
 
 
@@ -139,6 +141,13 @@ def plan(group, mcx, carries_sum: bool = False) -> int | None:
             or carries_sum and lanes * itemsize(shape.dtype) < 64:
         return None
     return lanes
+
+
+def pairwise(parts: list, combine) -> list:
+    """One level of a pairwise fold: `combine(a, b)` of neighbours, an odd one out carried
+    to the next level."""
+    return [combine(*parts[i:i + 2]) if i + 1 < len(parts) else parts[i]
+            for i in range(0, len(parts), 2)]
 
 
 def split(b, v, lanes: int) -> list:
