@@ -173,6 +173,30 @@ def test_vector_softmax_has_the_scalar_bits(rows, cols, mode, monkeypatch, tmp_p
 
 
 @needs_vectors
+@pytest.mark.parametrize("rows,cols", [(20, 8192), (150, 1001)])
+def test_first_row_of_every_work_group_has_the_exact_bits(rows, cols, monkeypatch, tmp_path):
+    """One row per work group: every edge row is a group's first, whose max the fast loop
+    computes on its own (row_ahead.FIRST_FAST), falling back to the exact loop on NaN and
+    zeros; the bits of the exact loop alone, of the scalar form and the interpreter's."""
+    from hloc.backend import parallel, row_ahead
+    monkeypatch.setattr(parallel, "CHUNK", 1)
+    monkeypatch.setattr(parallel, "MAX_GROUPS", 1 << 20)
+    module = _prepared(_softmax(rows, cols))
+    x = _edge_rows(rows, cols)
+    outs = []
+    for vector, fast in ((True, True), (True, False), (False, True)):
+        monkeypatch.setattr(row_vector, "ENABLED", vector)
+        monkeypatch.setattr(row_ahead, "FIRST_FAST", fast)
+        assert _vector(module) == vector
+        exe = compile_module(module, threads=2, cache_dir=tmp_path / f"{vector}{fast}")
+        outs.append(exe.run([x]).tobytes())
+    assert outs[0] == outs[1] == outs[2]
+    got = np.frombuffer(outs[0], np.float32).reshape(x.shape)
+    r = near(run_module(module, [x]).value, got, ErrorSpec(abs=1e-30, rel=1e-5))
+    assert r.ok, r.message
+
+
+@needs_vectors
 def test_vector_row_divide_exact_loop_stays_scalar():
     """The row divide's exact loop (run only for a row redone) is left in scalar code in
     the vector form (row_groups.COLD_SCALAR): no vector fdiv in the row kernel but the
