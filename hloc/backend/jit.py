@@ -82,6 +82,13 @@ BRIEF_LEVEL = 1
 # without loops has nothing for the loop passes or the vectoriser to do: it is optimised
 # at compile_threads.LEAN (compile_threads.LEAN_PASSES) and code-generated at
 # BRIEF_LEVEL. Layernorm 4096x1024's part: optimisation 6.3 ms at O1 against 1.1.
+# Code generation at O2/O3 gives softmax's exp loop the same instructions in another
+# order (softmax 64x8192, 2 threads: 1.3-1.5 % slower), as do -misched=ilpmax/ilpmin,
+# -misched-prera-direction=topdown and -enable-misched=false (1 thread: 1.029, 1.015,
+# 1.001, 1.005; benchmarks/row_ab.py). The out-of-order core hides the order: the
+# loop looks bound by its count of vector operations (per 64 elements on this Zen 4,
+# 48 multiply-adds of the exp and divide, plus, if they issue on the same two pipes,
+# 12 vmaxps/vscalefps: ~60 of the ~67 cycles measured; an inference, not measured).
 LEAN_ROWS = True
 ROW_SLP = False
 ROW_CODEGEN_LEVEL = 1

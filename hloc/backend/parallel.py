@@ -34,6 +34,10 @@ MAX_THREADS = threadpool.MAX_THREADS
 MIN_WORK = 1 << 20          # bytes (or weighted multiply-adds) below which a kernel runs inline
 CHUNK = 1 << 20
 MAX_GROUPS = 32
+# Softmax 512x8192's row groups (16 rows each; benchmarks/row_ab.py, ABBA, same bits):
+# 64 groups were 8-9 % slower in cache before row_ahead.FIRST_FAST, 0-3 % after, 128
+# (before) 14-54 % (each group's first row streams its max alone); 16 groups within
+# noise at 1 and 2 threads (0.98-1.04).
 
 
 def _bytes(shape) -> int:
