@@ -27,8 +27,12 @@ sign, or a negative a where a's bits are taken whole, fails). Where d is the sum
 (hloc.backend.bounds `sums`: softmax's e / sum(e)) the second check is left out: any a
 that fails it is an infinity or a NaN, which makes d an infinity or a NaN, outside
 [1, 2^32], so d's check sends the row to the exact loop all the same. The decisions to
-redo a row are the same with and without it (tests/test_backend_row_vector.py), at one
-vector instruction in three fewer per register of quotients.
+redo a row are the same with and without it (tests/test_backend_rows.py), at one
+vector instruction in three fewer per register of quotients. The first check stays as
+it is: zero must pass (softmax's masked rows of -inf make e = 0), so the bits that pass,
+[0, 2^-126) and [2^-90, inf), are two intervals with failing ones on both sides of each
+(also around the circle of i32 values): no single min or max tells them apart, one
+wrapping subtract then one min does.
 """
 from __future__ import annotations
 

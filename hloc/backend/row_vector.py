@@ -15,7 +15,8 @@ vector load), and every other value is per row (rank 1 over the rows) or a scala
 other group keeps its scalar loops for LLVM to vectorise. Softmax's group takes it with
 all its row devices: the row-ahead max (hloc.backend.row_ahead, Extremum on vectors), the
 sum carried beside the exp loop (RowSum), e kept in the output's row (row_hosts) and the
-row divide (row_divide, on vectors; its exact redo loop stays scalar).
+row divide (row_divide, on vectors, its loop's shape in row_loop; its exact redo loop
+stays scalar).
 
 Sums along the row (f32/f64 add reductions) keep the partial-sum structure LLVM's
 vectoriser gives them, so the bits are the same: VF x IC accumulators (IC = SUM_IC, the
@@ -390,7 +391,13 @@ def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=No
     each value added to the RowSum `total` and each position passed to `beside(index)`;
     the positions after the last whole vector by `scalar_loop(lo)`, one by one. With a
     sum or `beside`, SUM_IC registers of vectors an iteration (the vectoriser's
-    interleaving of such loops, whose partial sums are the bits)."""
+    interleaving of such loops, whose partial sums are the bits). A loop with row
+    divides (kb.row_divide: softmax's e / sum(e), element by element, no order in its
+    bits) takes DIVIDE_WAYS registers an iteration, then the whole registers left one
+    an iteration, and runs from the row's end down (DIVIDE_BACKWARD): it reads the row
+    the loop before it has just written, whose last lines are still in the L1 cache
+    (the loop is bound by the row's moves between L2 and L1, not by its arithmetic:
+    softmax's divide as a multiply takes as long)."""
     from .types import storage_type, vector_store
     b = kb.b
     minor = minor_to_major(shape)[0]
