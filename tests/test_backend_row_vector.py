@@ -228,6 +228,7 @@ def test_vector_row_divide_reduces_across_lanes_after_its_loop(rows, cols, monke
     assert any("fma.v" in blk for blk in bodies.values())        # the divide is in one
     assert [k for k, blk in bodies.items() if "vector.reduce" in blk] == []
     assert "llvm.vector.reduce.umin" in text
+    assert "llvm.vector.reduce.umax" in text    # e / sum(x): a < inf checked (not bounds.sums)
     x = _edge_rows(rows, cols)
     outs = []
     for vector in (True, False):

@@ -350,6 +350,138 @@ def test_row_divide_bits_equal_true_division(op, sign, vector, monkeypatch, tmp_
     _same_bits(true, fast)
 
 
+def _divided_by_own_sum(exp: bool, cols: int = 1000) -> str:
+    """a / sum(a) along the rows, a = x or exp(x) (softmax without the max: e can be
+    infinite): the divisor is the sum of what is divided (bounds.sums)."""
+    a = f"\n  a = f32[40,{cols}] exponential(x)" if exp else ""
+    return f"""HloModule ownsum
+{_REDUCERS}
+ENTRY e {{
+  x = f32[40,{cols}] parameter(0){a}
+  z = f32[] constant(0)
+  s = f32[40] reduce({"a" if exp else "x"}, z), dimensions={{1}}, to_apply=add_f
+  sb = f32[40,{cols}] broadcast(s), dimensions={{0}}
+  ROOT q = f32[40,{cols}] divide({"a" if exp else "x"}, sb)
+}}
+"""
+
+
+def _own_sum_rows(cols: int):
+    """Rows of a at the ends of the row divide's ranges, each
+    at a position of the 64-lane main loop, the 16-lane loop after it or the scalar tail
+    (cols 1000: 960, 992): a 1.0 fixes d at about 1 where the row is not about d."""
+    bits = lambda v: np.uint32(v).view(np.float32)  # noqa: E731
+    a_min = bits(row_divide.A_MIN_BITS)
+    special = [a_min, bits(row_divide.A_MIN_BITS - 1), bits(0x00800000), bits(0x007FFFFF), bits(1),
+               0.0, -0.0, -a_min, -bits(row_divide.A_MIN_BITS - 1), -bits(0x00800000), -bits(0x007FFFFF),
+               2.0 ** 31, np.inf, -np.inf, np.nan, -np.float32(np.nan), np.finfo(np.float32).max, 1.5]
+    rows = []
+    for k, v in enumerate(special):
+        r = np.zeros(cols, np.float32)
+        r[1] = 1.0
+        r[(5, cols - 30, cols - 4)[k % 3]] = v
+        rows.append(r)
+    for v in (1.0, np.nextafter(np.float32(1), np.float32(0)), 2.0 ** 32,       # d alone: its ends
+              np.nextafter(np.float32(2 ** 32), np.float32(np.inf)), 0.0, -1.0):
+        r = np.zeros(cols, np.float32)
+        r[cols - 30] = v
+        rows.append(r)
+    a = np.stack(rows + [np.full(cols, 0.25, np.float32)] * (40 - len(rows)))
+    return a
+
+
+def _expected_redo(a):
+    """Per row: outside the row divide's proven range (row_divide's docstring): d = the
+    row's sum (exact here, or far from the ends) outside [1, 2^32], or an a with |a| a
+    normal below 2^-90, an infinity or a NaN."""
+    u = a.view(np.uint32) & 0x7FFFFFFF
+    bad_a = ((u >= 0x00800000) & (u < row_divide.A_MIN_BITS)) | (u >= 0x7F800000)
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = a.astype(np.float64).sum(axis=1).astype(np.float32)
+        bad_d = ~((d >= 1) & (d <= 2.0 ** 32))
+    return bad_d | bad_a.any(axis=1)
+
+
+def _redone_rows(module, args, tmp_path):
+    """Which rows the row divide redoes: the fast quotient replaced by a sentinel value,
+    so a row is redone exactly where none of its outputs is the sentinel."""
+    sentinel = 12345.0
+    real = row_divide.RowDivide.divide
+
+    def divide(self, kb, inst, a, d):
+        real(self, kb, inst, a, d)
+        return row_vector.const(a.type, sentinel)
+    row_divide.RowDivide.divide = divide
+    try:
+        out = np.asarray(compile_module(module, numerics="xla-cpu", cache_dir=tmp_path).run(args))
+    finally:
+        row_divide.RowDivide.divide = real
+    assert (out == sentinel).any()
+    return ~(out == sentinel).any(axis=1)
+
+
+@_FORMS
+@pytest.mark.parametrize("cols", [1000, 8192])
+def test_row_divide_by_its_own_sum_redoes_the_same_rows(cols, vector, monkeypatch, tmp_path):
+    """a / sum(a): the numerator's `< inf` check is left out (row_divide.SUM_BOUND: an
+    infinite or NaN a makes d one). The rows redone are those outside the proven range,
+    with and without the check, at the ends of each range (a at the lowest exponent that
+    passes and the highest that fails, zero, subnormals, infinities, NaN of both signs,
+    -0, both signs; d at its ends), in the main loop, the loop after it and the tail;
+    the bits are true division's."""
+    monkeypatch.setattr(row_vector, "ENABLED", vector)
+    monkeypatch.setattr(row_groups, "MIN_BYTES", 0)
+    module = _prepared(_divided_by_own_sum(False, cols))
+    (group,) = _groups(module)
+    assert vector_code(module) == (vector and _has_vectors())
+    a = _own_sum_rows(cols)
+    args = [a]
+    want = _expected_redo(a)
+    assert want[:24].tolist() == [False, True, True, False, False, False, False, False, True, True, False,
+                                  False, True, True, True, True, True, False, False, True, False, True, True, True]
+    text = emit_llvm(module, numerics="xla-cpu", optimized=False)
+    assert "llvm.umin" in text and "llvm.umax" not in text and "vector.reduce.umax" not in text
+    for bound in (True, False):
+        monkeypatch.setattr(row_divide, "SUM_BOUND", bound)
+        assert list(_redone_rows(module, args, tmp_path / f"r{bound}")) == list(want)
+    monkeypatch.setattr(row_divide, "SUM_BOUND", True)
+    fast = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "a").run(args)
+    monkeypatch.setattr(row_groups, "FAST_DIVIDE", False)
+    true = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "b").run(args)
+    _same_bits(true, fast)
+
+
+@_FORMS
+def test_row_divide_of_exp_by_its_sum_redoes_the_same_rows(vector, monkeypatch, tmp_path):
+    """The same for e / sum(e), e = exp(x) (sign clear: a's bits taken whole): e about
+    2^-90 on either side, above 2^-126, flushed to 0, 0, inf, NaN of both signs."""
+    monkeypatch.setattr(row_vector, "ENABLED", vector)
+    monkeypatch.setattr(row_groups, "MIN_BYTES", 0)
+    cols = 1000
+    module = _prepared(_divided_by_own_sum(True, cols))
+    x = np.full((40, cols), -1.0, np.float32)
+    ln2 = np.log(2.0)
+    edge = [-90 * ln2 + 1e-5, -90 * ln2 - 1e-5, -126 * ln2 + 1e-5, -88.5, -104.0, -np.inf, 89.0,
+            np.nan, -np.float32(np.nan), 0.0, -200.0]
+    for k, v in enumerate(edge):
+        x[k, (5, cols - 30, cols - 4)[k % 3]] = v
+    x[20:] = np.random.default_rng(5).uniform(-70, 0, (20, cols))
+    e_mod = _prepared(_divided_by_own_sum(True, cols).replace("ROOT q = f32[40,%d] divide(a, sb)" % cols,
+                                                              "q = f32[40,%d] divide(a, sb)\n  ROOT r = (f32[40,%d], f32[40]) tuple(a, s)"
+                                                              % (cols, cols)))
+    e = np.asarray(compile_module(e_mod, numerics="xla-cpu", cache_dir=tmp_path / "e").run([x])[0])
+    want = _expected_redo(e)
+    assert want[:10].tolist() == [False, True, True, False, False, False, True, True, True, False]
+    for bound in (True, False):
+        monkeypatch.setattr(row_divide, "SUM_BOUND", bound)
+        assert list(_redone_rows(module, [x], tmp_path / f"r{bound}")) == list(want)
+    monkeypatch.setattr(row_divide, "SUM_BOUND", True)
+    fast = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "a").run([x])
+    monkeypatch.setattr(row_groups, "FAST_DIVIDE", False)
+    true = compile_module(module, numerics="xla-cpu", cache_dir=tmp_path / "b").run([x])
+    _same_bits(true, fast)
+
+
 def test_row_sum_accumulated_in_the_previous_members_loop():
     """xla-cpu: softmax's sum(e) is added up in e's own row loop (one pass over the row
     fewer); ieee keeps the reduction's own loop and its evaluator order."""

@@ -14,6 +14,14 @@ are followed to the instructions feeding them, or a plain op. Only in xla-cpu nu
   reduction's value, exact in every numerics (hloc.backend.extremum.Extremum), is at
   least each of its elements, whatever its initial value; x <= m makes x - m <= 0 in
   floating point, a NaN where both are infinities of the same sign).
+And one fact relating two values:
+- `sums(d, a)`: d is the broadcast of an add-reduction of a (softmax's sum(e)) along the
+  dimensions the broadcast adds back, both followed out of the member's computation to
+  instructions computed once (so the reduction added the very values the member reads
+  as a): where any element of a along those dimensions is an infinity or a NaN, d is an
+  infinity or a NaN, whatever the order of the additions and the initial value (a
+  floating-point sum with such a term is never finite: inf + finite = inf, inf + -inf =
+  NaN, NaN + x = NaN; hloc's f32/f64 sums carry no nnan/ninf flags).
 """
 from __future__ import annotations
 
@@ -54,6 +62,20 @@ class Bounds:
         if SIGN_CLEAR_OF_OPERANDS in traits or inst.opcode in _MOVES:
             return all(self._sign_clear(o, caller, depth + 1) for o in inst.operands)
         return False
+
+    def sums(self, d, a) -> bool:
+        from ..interp.lanes import binary_root
+        if not ENABLED or d.opcode != "broadcast":
+            return False
+        caller = self.member if self.comp is not None else None
+        a, inside = self._source(a, caller)
+        s, s_inside = self._source(d.operands[0], caller)
+        if inside is not None or s_inside is not None or s.opcode != "reduce" \
+                or len(s.operands) != 2 or s.operands[0] is not a or s.shape.is_tuple \
+                or binary_root(s.attrs["to_apply"]) != "add":
+            return False
+        kept = [k for k in range(a.shape.rank) if k not in set(s.attrs["dimensions"])]
+        return list(d.attrs["dimensions"]) == kept and d.shape.dims == a.shape.dims
 
     def at_most_zero(self, inst) -> bool:
         if not ENABLED:

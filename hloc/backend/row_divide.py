@@ -19,6 +19,20 @@ the edges) with 0 differences, and finds differences at once outside the range.
 After a row's loop, when a d or an a was outside the range, the row group
 (hloc.backend.row_groups) computes the row again with true divisions. So the bits are
 always those of fdiv.
+
+The range of a is checked on its bits u (|a|'s where its sign may be set): the least of
+u - 2^-126's bits (wrapping: zero and subnormals count as large) must be at least
+2^-90's less 2^-126's, and the largest u below inf's bits (a finite; a NaN of either
+sign, or a negative a where a's bits are taken whole, fails). Where d is the sum of a
+(hloc.backend.bounds `sums`: softmax's e / sum(e)) the second check is left out: any a
+that fails it is an infinity or a NaN, which makes d an infinity or a NaN, outside
+[1, 2^32], so d's check sends the row to the exact loop all the same. The decisions to
+redo a row are the same with and without it (tests/test_backend_rows.py), at one
+vector instruction in three fewer per register of quotients. The first check stays as
+it is: zero must pass (softmax's masked rows of -inf make e = 0), so the bits that pass,
+[0, 2^-126) and [2^-90, inf), are two intervals with failing ones on both sides of each
+(also around the circle of i32 values): no single min or max tells them apart, one
+wrapping subtract then one min does.
 """
 from __future__ import annotations
 
@@ -30,21 +44,37 @@ from .types import F32, I1, I32
 D_LO, D_HI = 1.0, 2.0 ** 32
 A_MIN_BITS = 0x12800000              # 2^-90
 _NORMAL_BITS, _INF_BITS = 0x00800000, 0x7F800000
+SUM_BOUND = True        # off: a < inf checked also where d is a's sum (A/B, tests)
+
+
+def candidate(member) -> bool:
+    """Whether group member `member` (an op or a fusion, nested ones included) has an f32
+    divide by a broadcast, which RowDivide.applies may take: only such a member's loop
+    gets a RowDivide, and so the loop shape for it (hloc.backend.row_vector.row_loop)."""
+    stack = [member]
+    while stack:
+        i = stack.pop()
+        if i.opcode == "fusion":
+            stack.extend(i.attrs["calls"].instructions)
+        elif i.opcode == "divide" and i.shape.dtype.name == "f32" and i.operands[1].opcode == "broadcast":
+            return True
+    return False
 
 
 class RowDivide:
-    """Per row and member: over the row's loop, the least of |a|'s bits less 2^-126's
-    (wrapping: zero and subnormals count as large) and the largest of |a|'s bits (two
-    integer min/max reductions, one instruction per vector each), whether every d was in
-    range, and whether any divide used the fast form (else none of it is read). In a
-    vector row group (kb.lanes, hloc.backend.row_vector) the divides take vectors: 1/d
-    and d's range once per row, before the loop; the min/max in vectors of kb.lanes (of
-    an epilogue's width in its loop), reduced across lanes only after the loop (redo)."""
+    """Per row and member: over the row's loop, the least of u's bits less 2^-126's and
+    (where a check of a < inf is needed, module docstring) the largest u (integer
+    min/max reductions, one instruction per vector each), whether every d was in range,
+    and whether any divide used the fast form (else none of it is read). In a vector row
+    group (kb.lanes, hloc.backend.row_vector) the divides take vectors: 1/d and d's
+    range once per row, before the loop; the min/max in vectors of kb.lanes (of an
+    epilogue's width in its loop), reduced across lanes only after the loop (redo)."""
 
     def __init__(self, kb, row, members):
         self.row = row
         self.members = members          # ids of group members: read per element, not invariant
         self.used = False
+        self.check_hi = False           # some divide's a < inf is checked (not `sums`)
         self.lanes = kb.lanes
         b = kb.b
         self.lo = kb.alloca_entry(I32, name="rowdiv.lo")
@@ -55,7 +85,7 @@ class RowDivide:
         b.store(ir.Constant(I1, 1), self.d_ok)
         # With lanes: width -> the (lo, hi) accumulators of vectors of that width, one
         # register's and (made where first used, before its loop) an epilogue's narrower
-        # one (row_vector.along_row); a wider vector (a loop of SUM_IC registers) is
+        # one (row_vector.along_row); a wider vector (a loop of several registers) is
         # folded into a register's lane by lane: no horizontal reduction inside a loop
         self.vacc = {}
         if self.lanes is not None:
@@ -87,37 +117,41 @@ class RowDivide:
         is a's bits: a NaN of either sign is above the range and sends the row to the
         exact loop, as does any a outside it."""
         self.used = True
-        clear = kb.bounds is not None and kb.bounds.sign_clear(inst.operands[0])
+        bounds = kb.bounds
+        clear = bounds is not None and bounds.sign_clear(inst.operands[0])
+        hi_check = not (SUM_BOUND and bounds is not None and bounds.sums(inst.operands[1], inst.operands[0]))
+        self.check_hi |= hi_check
         b = kb.b
         t = a.type
         vec = isinstance(t, ir.VectorType)
-        it = ir.VectorType(I32, t.count) if vec else I32
-        c = lambda v: const(t, v)  # noqa: E731  (a splat where t is a vector)
-        fma = kb.mcx.intrinsic(f"llvm.fma.{suffix(t)}", t, [t, t, t])
         if vec:         # d is the same along the row: 1/d and its range once, before the loop
             d0 = hoisted(kb, lambda: b.extract_element(d, ir.Constant(I32, 0)))
             y = hoisted(kb, lambda: splat(b, b.fdiv(ir.Constant(F32, 1.0), d0), t.count))
             hoisted(kb, lambda: self._check_d(b, d0))
         else:
-            y = b.fdiv(c(1.0), d)
+            y = b.fdiv(ir.Constant(F32, 1.0), d)
+            self._check_d(b, d)
+        # a's range first: its last use is then the remainder's fma, which code
+        # generation can overwrite in place (else it copies d or a every register)
+        it = ir.VectorType(I32, t.count) if vec else I32
+        u = b.bitcast(a, it)
+        if not clear:
+            u = b.and_(u, const(it, 0x7FFFFFFF))
+        w = b.sub(u, const(it, _NORMAL_BITS))
+        if vec and t.count > self.lanes:        # several registers: folded into one's lanes
+            ws, us = split(b, w, self.lanes), split(b, u, self.lanes)
+            it = ws[0].type
+            w, u = _fold(kb, "umin", ws), _fold(kb, "umax", us) if hi_check else None
+        lo, hi = self._vacc(kb, it.count) if vec else (self.lo, self.hi)
+        b.store(_minmax(kb, "umin", b.load(lo, typ=it), w), lo)
+        if hi_check:
+            b.store(_minmax(kb, "umax", b.load(hi, typ=it), u), hi)
+        fma = kb.mcx.intrinsic(f"llvm.fma.{suffix(t)}", t, [t, t, t])
         q = b.fmul(a, y)
         e = b.call(fma, [b.fneg(q), d, a])
         q1 = b.call(fma, [e, y, q])
         if not clear:
             q1 = b.call(kb.mcx.intrinsic(f"llvm.copysign.{suffix(t)}", t, [t, t]), [q1, q])
-        if not vec:
-            self._check_d(b, d)
-        u = b.bitcast(a, it)
-        if not clear:
-            u = b.and_(u, const(it, 0x7FFFFFFF))
-        w = b.sub(u, const(it, _NORMAL_BITS))
-        if vec and t.count > self.lanes:        # SUM_IC registers: folded into one's lanes
-            ws, us = split(b, w, self.lanes), split(b, u, self.lanes)
-            it = ws[0].type
-            w, u = _fold(kb, "umin", ws), _fold(kb, "umax", us)
-        lo, hi = self._vacc(kb, it.count) if vec else (self.lo, self.hi)
-        b.store(_minmax(kb, "umin", b.load(lo, typ=it), w), lo)
-        b.store(_minmax(kb, "umax", b.load(hi, typ=it), u), hi)
         return q1
 
     def _check_d(self, b, d):
@@ -133,10 +167,13 @@ class RowDivide:
         for w, (vlo, vhi) in self.vacc.items():     # the vector loops' lanes folded in
             it = ir.VectorType(I32, w)
             lo = _minmax(kb, "umin", lo, _reduce(kb, "umin", b.load(vlo, typ=it)))
-            hi = _minmax(kb, "umax", hi, _reduce(kb, "umax", b.load(vhi, typ=it)))
-        ok = b.and_(b.load(self.d_ok, typ=I1), b.and_(
-            b.icmp_unsigned(">=", lo, ir.Constant(I32, A_MIN_BITS - _NORMAL_BITS)),
-            b.icmp_unsigned("<", hi, ir.Constant(I32, _INF_BITS))))
+            if self.check_hi:
+                hi = _minmax(kb, "umax", hi, _reduce(kb, "umax", b.load(vhi, typ=it)))
+        d_ok = b.load(self.d_ok, typ=I1)
+        a_ok = b.icmp_unsigned(">=", lo, ir.Constant(I32, A_MIN_BITS - _NORMAL_BITS))
+        if self.check_hi:
+            a_ok = b.and_(a_ok, b.icmp_unsigned("<", hi, ir.Constant(I32, _INF_BITS)))
+        ok = b.and_(d_ok, a_ok)
         return b.xor(ok, ir.Constant(I1, 1))
 
 

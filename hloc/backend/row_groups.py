@@ -37,7 +37,7 @@ from .loops import Index, at_entry, for_range, hint_loops, i64, minor_to_major
 from . import parallel, row_hosts, row_vector
 from .parallel import kernel_work
 from .registry import ELEMENTAL
-from .row_divide import RowDivide
+from .row_divide import RowDivide, candidate
 from .bounds import Bounds
 from .registry import emitter as emitter_of
 from . import row_ahead, row_loop_hints
@@ -323,7 +323,7 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 target = (scratch[id(m)], True)
             else:
                 target = (ptr_of[id(leaves(m)[0])], False)
-            fast = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE else None
+            fast = RowDivide(kb, r, members) if mcx.options.xla and FAST_DIVIDE and candidate(m) else None
             total = None
             if k + 1 in absorbed:          # the next member, this row's sum, in the same loop
                 s_inst = group.members[k + 1]

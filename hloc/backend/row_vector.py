@@ -15,7 +15,8 @@ vector load), and every other value is per row (rank 1 over the rows) or a scala
 other group keeps its scalar loops for LLVM to vectorise. Softmax's group takes it with
 all its row devices: the row-ahead max (hloc.backend.row_ahead, Extremum on vectors), the
 sum carried beside the exp loop (RowSum), e kept in the output's row (row_hosts) and the
-row divide (row_divide, on vectors; its exact redo loop stays scalar).
+row divide (row_divide, on vectors, its loop's shape in row_loop; its exact redo loop
+stays scalar).
 
 Sums along the row (f32/f64 add reductions) keep the partial-sum structure LLVM's
 vectoriser gives them, so the bits are the same: VF x IC accumulators (IC = SUM_IC, the
@@ -44,6 +45,8 @@ from .types import F32, I32, itemsize
 SUM_IC = 4              # LLVM's interleave count for these sums (row_loop_hints.row_hints)
 EPILOGUE_MIN_VF = 16    # LLVM's -epilogue-vectorization-minimum-VF: main loop's VF x IC
 ENABLED = True          # off: every row group keeps its scalar loops (A/B measurements)
+DIVIDE_WAYS = SUM_IC    # registers an iteration of a loop with row divides (row_divide)
+DIVIDE_BACKWARD = True  # a loop with row divides runs from the row's end (row_loop)
 
 
 def width(features: str, triple: str, dt) -> int | None:
@@ -160,14 +163,15 @@ def split(b, v, lanes: int) -> list:
 
 
 @contextmanager
-def vector_loop(kb, start: int, stop: int, step: int, name: str):
+def vector_loop(kb, start: int, stop: int, step: int, name: str, backward: bool = False):
     """A loop over [start, stop) by `step` (start < stop: the vector loops run at least
-    once), rotated (the body, then one test: the form LoopRotate leaves a loop in), with a
-    block before it that stays open while the body is emitted (kb.hoist): values the same
-    along the row (a per-row broadcast, and what it is computed from) are emitted there,
-    once per row, by `per_row` (the lean pipeline, hloc.backend.jit.LEAN_ROWS and
-    compile_threads.LEAN_PASSES, has no LICM)."""
-    assert start < stop
+    once; `backward`: from the last position down), rotated (the body, then one test:
+    the form LoopRotate leaves a loop in), with a block before it that stays open while
+    the body is emitted (kb.hoist): values the same along the row (a per-row broadcast,
+    and what it is computed from) are emitted there, once per row, by `per_row` (the
+    lean pipeline, hloc.backend.jit.LEAN_ROWS and compile_threads.LEAN_PASSES, has no
+    LICM)."""
+    assert start < stop and (stop - start) % step == 0
     b = kb.b
     hoist = b.append_basic_block(f"{name}.row")
     body = b.append_basic_block(f"{name}.body")
@@ -178,12 +182,17 @@ def vector_loop(kb, start: int, stop: int, step: int, name: str):
     outer, kb.hoist = kb.hoist, hoist
     try:
         yield iv
-        nxt = b.add(iv, i64(step), name=f"{name}.next", flags=("nsw", "nuw"))
+        if backward:
+            first, nxt = stop - step, b.add(iv, i64(-step), name=f"{name}.next", flags=("nsw",))
+            test = b.icmp_unsigned("!=", nxt, i64(start - step))
+        else:
+            first, nxt = start, b.add(iv, i64(step), name=f"{name}.next", flags=("nsw", "nuw"))
+            test = b.icmp_signed("<", nxt, i64(stop))
         iv.add_incoming(nxt, b.block)
-        b.cbranch(b.icmp_signed("<", nxt, i64(stop)), body, end)
+        b.cbranch(test, body, end)
         b.position_at_end(kb.hoist)
         b.branch(body)
-        iv.add_incoming(i64(start), kb.hoist)
+        iv.add_incoming(i64(first), kb.hoist)
     finally:
         kb.hoist = outer
     b.position_at_end(end)
@@ -268,7 +277,8 @@ class RowSum:
         return self.kb.b.load(self.slot, typ=self.t)
 
 
-def along_row(kb, n: int, body, total=None, ways: int = 1, name: str = "v") -> int:
+def along_row(kb, n: int, body, total=None, ways: int = 1, name: str = "v",
+              backward: bool = False) -> int:
     """`body(c, width)` at the positions c of a row of `n`: a loop over vectors of `ways`
     times kb.lanes (code generation splits them into `ways` registers, operation by
     operation, as the vectoriser interleaves), then with a reduction `total` (RowSum, or one
@@ -278,10 +288,14 @@ def along_row(kb, n: int, body, total=None, ways: int = 1, name: str = "v") -> i
     lanes = kb.lanes
     step = lanes * ways
     nv = n - n % step
-    with vector_loop(kb, 0, nv, step, name) as c:
+    with vector_loop(kb, 0, nv, step, name, backward) as c:
         body(c, step)
     if total is None:
-        return nv
+        ne = n - n % lanes      # no sum: the whole registers left, one an iteration
+        if ne > nv:
+            with vector_loop(kb, nv, ne, lanes, f"e{name[1:]}") as c:
+                body(c, lanes)
+        return ne
     total.after_main()
     half = _epilogue_width(lanes, ways, n - nv)
     if half is not None:
@@ -377,7 +391,13 @@ def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=No
     each value added to the RowSum `total` and each position passed to `beside(index)`;
     the positions after the last whole vector by `scalar_loop(lo)`, one by one. With a
     sum or `beside`, SUM_IC registers of vectors an iteration (the vectoriser's
-    interleaving of such loops, whose partial sums are the bits)."""
+    interleaving of such loops, whose partial sums are the bits). A loop with row
+    divides (kb.row_divide: softmax's e / sum(e), element by element, no order in its
+    bits) takes DIVIDE_WAYS registers an iteration, then the whole registers left one
+    an iteration, and runs from the row's end down (DIVIDE_BACKWARD): it reads the row
+    the loop before it has just written, whose last lines are still in the L1 cache
+    (the loop is bound by the row's moves between L2 and L1, not by its arithmetic:
+    softmax's divide as a multiply takes as long)."""
     from .types import storage_type, vector_store
     b = kb.b
     minor = minor_to_major(shape)[0]
@@ -398,8 +418,14 @@ def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=No
             total.add(v)
         if beside is not None:
             beside(index)
-    ways = 1 if total is None and beside is None else SUM_IC
-    nv = along_row(kb, n, body, total, ways, f"v{minor}")
+    backward = False
+    if total is not None or beside is not None:
+        ways = SUM_IC
+    elif kb.row_divide is not None:     # a loop with row divides: 4 registers an
+        ways, backward = DIVIDE_WAYS, DIVIDE_BACKWARD  # iteration, as the exp loop's
+    else:
+        ways = 1
+    nv = along_row(kb, n, body, total, ways, f"v{minor}", backward)
     if nv < n:
         scalar_loop(nv)
 
