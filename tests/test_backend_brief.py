@@ -267,3 +267,31 @@ def test_compiles_under_other_options_wait_and_the_defaults_come_back():
     opts.release()
     t.join(10)
     assert got == [default] and opts._current == default
+
+
+
+_FIRST_COMPILE = """
+import hashlib, sys
+from hloc.backend import jit, llvm_parts
+if {host_first}:
+    jit.host()
+part, = llvm_parts.read(open({path!r}).read())
+assert part.brief
+print(hashlib.sha256(llvm_parts.compile_printed(part)).hexdigest())
+"""
+
+
+def test_the_first_compile_of_a_process_keeps_its_options(tmp_path):
+    # jit.host() initialises LLVM once per process; made inside a brief compile (the
+    # first thing a process does is to compile a printed part), it must not put LLVM's
+    # options back to the defaults under that compile
+    import subprocess
+    import sys
+    from hloc.backend import llvm_parts
+    part, = llvm_parts.module_parts(hloc.parse(_looped(BRIEF_LOOPED_WORK // 12 - 64)), Options())
+    path = tmp_path / "part.ll"
+    path.write_text(llvm_parts.text([part]))
+    digests = [subprocess.run([sys.executable, "-c", _FIRST_COMPILE.format(path=str(path), host_first=h)],
+                              capture_output=True, text=True, check=True).stdout
+               for h in (True, False)]
+    assert digests[0] == digests[1]

@@ -104,6 +104,16 @@ class _Options:
                 self._current = DEFAULT_OPTIONS
             self._cond.notify_all()
 
+    def initial(self) -> None:
+        """Sets LLVM's options once LLVM is initialised (hloc.backend.jit.host): those of
+        the compiles running, DEFAULT_OPTIONS where none runs. The first host() of a
+        process may come inside a compile under BRIEF_OPTIONS (a printed part compiled
+        first thing), which the defaults must not replace under it."""
+        with self._cond:
+            if self._current is None:
+                self._current = DEFAULT_OPTIONS
+            set_options(self._current)
+
     def hold_for_fork(self, timeout: float) -> bool:
         """Take the condition's lock (no thread is then inside acquire or release, nor
         setting options) for os.fork; False where `timeout` ran out."""

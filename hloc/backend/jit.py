@@ -105,7 +105,7 @@ def host():
         # Full unrolling of constant-trip loops is most of O3's time on kernel-heavy
         # modules (BERT step: 17 s at LLVM's 300, 14 s at 100, same run time); process-wide.
         llvm.set_option("", f"-unroll-threshold={UNROLL_THRESHOLD}")
-        compile_threads.set_options(compile_threads.DEFAULT_OPTIONS)
+        compile_threads.OPTIONS_LOCK.initial()
         triple = llvm.get_process_triple()
         _host = (llvm.Target.from_triple(triple), llvm.get_host_cpu_name(),
                  llvm.get_host_cpu_features().flatten(), triple)
