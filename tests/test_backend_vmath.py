@@ -65,9 +65,10 @@ def _edge_inputs():
     return np.concatenate([x, np.zeros(-x.size % 64, np.float32)])
 
 
-def _exp_function(lanes: int):
+def _exp_function(lanes: int, avx512: bool):
     """LLVM IR text of `run(x, y, n, csr)`: y[:n] = vmath.exp_f32(x[:n]) in <lanes x f32>
-    vectors, computed in a function called with MXCSR set to csr (restored after)."""
+    vectors (f32 where lanes is 1), computed in a function called with MXCSR set to csr
+    (restored after); `avx512` false: for the host's features without AVX-512."""
     from types import SimpleNamespace
     from llvmlite import ir
     from hloc.backend import jit
@@ -75,8 +76,8 @@ def _exp_function(lanes: int):
     from hloc.backend.types import F32, I32, I64
     _, _, feats, triple = jit.host()
     mcx = ModuleContext("exp", Options(), triple)
-    mcx.features = feats
-    ptr, vt = F32.as_pointer(), ir.VectorType(F32, lanes)
+    mcx.features = feats if avx512 else ",".join(f for f in feats.split(",") if "avx512" not in f)
+    ptr, vt = F32.as_pointer(), F32 if lanes == 1 else ir.VectorType(F32, lanes)
     body = ir.Function(mcx.module, ir.FunctionType(ir.VoidType(), [ptr, ptr, I64]), "body")
     b = ir.IRBuilder(body.append_basic_block("entry"))
     loop, done = body.append_basic_block("loop"), body.append_basic_block("done")
@@ -106,25 +107,33 @@ def _exp_function(lanes: int):
     return str(mcx.module)
 
 
-@pytest.mark.parametrize("lanes", [64, 16])
-def test_vscalef_on_float_n_has_ldexp_bits_in_every_fp_mode(lanes, monkeypatch):
-    """vmath._scalef (vscalefps on the float n, explicit vectors of whole zmm registers)
-    against llvm.ldexp of the integer n (vcvtdq2ps + vscalefps): the same bits on exp's
-    edge inputs under every MXCSR rounding mode with FTZ/DAZ on and off, subnormal results
-    and their rounding included (a wrong rounding argument to the intrinsic, or a b that
-    is not n's exact integer, would change some); NaN results are x's NaN made quiet."""
+# the two ways of scaling by 2^n on a path: (vmath's A/B switch, AVX-512 on, text only
+# the first way's IR has, text only the second's has)
+_WAYS = {"scalef": ("SCALEF", True, "llvm.x86.avx512.mask.scalef.ps.512", "llvm.ldexp"),
+         "halves": ("HALVES_FROM_Z", False, str(127 << 23), str(vmath._SHIFT_BITS))}
+
+
+@pytest.mark.parametrize("path,lanes", [("scalef", 64), ("scalef", 16), ("halves", 64),
+                                        ("halves", 8), ("halves", 1)])
+def test_ways_of_scaling_have_the_same_bits_in_every_fp_mode(path, lanes, monkeypatch):
+    """The two ways of each path give the same bits on exp's edge inputs under every MXCSR
+    rounding mode with FTZ/DAZ on and off (subnormal results and their rounding
+    included): vmath._scalef (vscalefps on the float n; a wrong rounding argument, or a b
+    that is not n's exact integer, would change some) against llvm.ldexp of the integer n
+    (vcvtdq2ps + vscalefps); without AVX-512, the halves 2^h, 2^(n-h) from z's bits
+    against those from the integer n. NaN results are x's NaN made quiet."""
     import ctypes
     import llvmlite.binding as llvm
     from hloc.backend import jit
-    if "+avx512f" not in jit.host()[2].split(","):
+    switch, avx512, first, second = _WAYS[path]
+    if avx512 and "+avx512f" not in jit.host()[2].split(","):
         pytest.skip("host without AVX-512")
     x = _edge_inputs()
     outs = {}
-    for scalef in (True, False):
-        monkeypatch.setattr(vmath, "SCALEF", scalef)
-        text = _exp_function(lanes)
-        assert ("llvm.x86.avx512.mask.scalef.ps.512" in text) == scalef
-        assert ("llvm.ldexp" in text) != scalef
+    for way in (True, False):
+        monkeypatch.setattr(vmath, switch, way)
+        text = _exp_function(lanes, avx512)
+        assert (first in text, second in text) == (way, not way)
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(text), jit.target_machine(2))
         engine.finalize_object()
         run = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
@@ -133,10 +142,10 @@ def test_vscalef_on_float_n_has_ldexp_bits_in_every_fp_mode(lanes, monkeypatch):
             for ftz in (0, 0x8040):
                 y = np.empty_like(x)
                 run(x.ctypes.data, y.ctypes.data, x.size, 0x1F80 | rc | ftz)
-                outs[scalef, rc, ftz] = y
+                outs[way, rc, ftz] = y
         del engine
-    for (scalef, rc, ftz), y in outs.items():
-        if scalef:
+    for (way, rc, ftz), y in outs.items():
+        if way:
             np.testing.assert_array_equal(y.view(np.uint32), outs[False, rc, ftz].view(np.uint32),
                                           err_msg=f"rc={rc:#x} ftz={ftz:#x}")
     y, y_ftz = outs[True, 0, 0], outs[True, 0, 0x8040]

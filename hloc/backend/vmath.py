@@ -14,8 +14,8 @@ the x86 intrinsic on the float n (`_scalef`), elsewhere `llvm.ldexp` of the inte
 which code generation makes vcvtdq2ps + vscalefps (the loop vectoriser widens ldexp, not
 an x86 intrinsic); the same bits. Without AVX-512 ldexp would be a libm call per element,
 so 2^n is built in the exponent bits in two halves (2^(n>>1) * 2^(n - (n>>1)), both
-normal for n in [-150, 128]). Inputs are clamped to [-104, 89] first (exp is 0 below, inf above; NaN
-passes the clamps and stays NaN).
+normal for n in [-150, 128]), from z's bits. Inputs are clamped to [-104, 89] first (exp
+is 0 below, inf above; NaN passes the clamps and stays NaN).
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from .row_vector import const, join, split, suffix
 from .types import F32, I16, I32
 
 SCALEF = True       # off: AVX-512 vectors scaled by llvm.ldexp of the integer n (A/B)
+HALVES_FROM_Z = True    # off: without AVX-512, 2^(n>>1), 2^(n-(n>>1)) from the integer n (A/B)
 _SCALEF_LANES = 16  # llvm.x86.avx512.mask.scalef.ps.512: one zmm register
 
 # exp(r) ~ sum c_k r^k on |r| <= ln2/2 (weighted least squares iterated to minimax
@@ -70,10 +71,19 @@ def exp_f32(kb, x, upper: bool = True):
         p = fma(p, r, c(k))
     if has_vscalef(kb.mcx) and _scalef_pieces(t):
         return _scalef(kb, p, n)
-    ni = b.sub(b.bitcast(z, it), ic(_SHIFT_BITS))   # n as an integer
+    zb = b.bitcast(z, it)
     if has_vscalef(kb.mcx):
+        ni = b.sub(zb, ic(_SHIFT_BITS))                 # n as an integer
         isfx = f"v{t.count}i32" if isinstance(t, ir.VectorType) else "i32"
         return b.call(kb.mcx.intrinsic(f"llvm.ldexp.{sfx}.{isfx}", t, [t, it]), [p, ni])
+    if HALVES_FROM_Z:
+        # 2^h and 2^(n-h), h = n>>1, from z's bits: only the low 9 bits of an exponent
+        # survive `<< 23`, and those of n, h, n-h are those of zb, zb>>1, zb - (zb>>1)
+        # (_SHIFT_BITS and its half end in 9 zero bits): one integer op fewer than from n
+        hb = b.ashr(zb, ic(1))
+        scale = lambda e: b.bitcast(b.add(b.shl(e, ic(23)), ic(127 << 23)), t)  # noqa: E731
+        return b.fmul(b.fmul(p, scale(hb)), scale(b.sub(zb, hb)))
+    ni = b.sub(zb, ic(_SHIFT_BITS))
     half = b.ashr(ni, ic(1))
     bias = lambda e: b.bitcast(b.shl(b.add(e, ic(127)), ic(23)), t)  # noqa: E731
     return b.fmul(b.fmul(p, bias(half)), bias(b.sub(ni, half)))
