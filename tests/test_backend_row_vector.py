@@ -110,6 +110,45 @@ def test_vector_exp_has_the_scalar_bits(cols, monkeypatch, tmp_path):
     np.testing.assert_array_equal(got, scalar)
 
 
+_SCALEF = "llvm.x86.avx512.mask.scalef.ps.512"
+
+
+@needs_vectors
+@pytest.mark.parametrize("rows,cols", [(32, 8192), (150, 1001)])
+def test_vector_exp_scales_by_vscalef_on_the_float_n(rows, cols, monkeypatch, tmp_path):
+    """With AVX-512, softmax's exp loop (4 zmm registers an iteration) scales by vscalefps
+    on the float n (vmath._scalef), not by llvm.ldexp of the integer n: the intrinsic in
+    emit-llvm's IR, and no vcvtdq2ps or vpaddd in the exp loop's machine code; its
+    epilogue of 8 lanes and scalar tail keep ldexp. vmath.SCALEF off: ldexp, the same
+    bits (on edge rows, 1 and 2 threads)."""
+    import re
+    import llvmlite.binding as llvm
+    from hloc.backend import compile_threads, llvm_parts, vmath
+    if "+avx512f" not in jit.host()[2].split(","):
+        pytest.skip("host without AVX-512")
+    module = _prepared(_softmax(rows, cols))
+    x = _edge_rows(rows, cols)
+    outs = {}
+    for scalef in (True, False):
+        monkeypatch.setattr(vmath, "SCALEF", scalef)
+        text = emit_llvm(module, numerics="xla-cpu")
+        vector_ldexp = re.findall(r"llvm\.ldexp\.v(\d+)f32", text)
+        assert (_SCALEF in text) == scalef
+        assert ("64" in vector_ldexp) != scalef and set(vector_ldexp) <= {"64", "8"}
+        asm = []
+        for part in llvm_parts.read(text):
+            with compile_threads.OPTIONS_LOCK.compiling(part.brief):
+                asm.append(jit.compile_machine(part.codegen).emit_assembly(llvm.parse_assembly(part.text)))
+        exp_loops = [blk for blk in re.split(r"\n(?=\.LBB)", "".join(asm)) if "vscalefps\t%zmm" in blk]
+        assert exp_loops and all(("vcvtdq2ps\t%zmm" in blk) != scalef for blk in exp_loops)
+        assert all("vpaddd\t%zmm" not in blk for blk in exp_loops) == scalef
+        exe = compile_module(module, threads=2, cache_dir=tmp_path / str(scalef))
+        outs[scalef] = [exe.run([x]).tobytes()]
+        exe.set_threads(1)
+        outs[scalef].append(exe.run([x]).tobytes())
+    assert outs[True] == outs[False]
+
+
 def _edge_rows(rows, cols):
     """Rows with NaN of both signs (alone and together), infinities, the largest float,
     subnormals, signed zeros, exp's underflow and the row divide's redo cases."""
@@ -259,7 +298,7 @@ for vector in (True, False):
     row_vector.ENABLED = vector
     text = emit_llvm(module, numerics="xla-cpu", optimized=False)
     assert ("<8 x float>" in text) == (vector and sum_of == "x"), text
-    assert "<16 x float>" not in text and "ldexp" not in text
+    assert "<16 x float>" not in text and "ldexp" not in text and "scalef" not in text
     exe = compile_module(module, threads=2)
     outs.append(exe.run([x]).tobytes())
     exe.set_threads(1)

@@ -162,6 +162,15 @@ def split(b, v, lanes: int) -> list:
             for k in range(0, n, lanes)]
 
 
+def join(b, parts: list):
+    """The parts of `split`, as one vector again (pairwise: a tree of shuffles that code
+    generation drops once it has split the value into registers)."""
+    while len(parts) > 1:
+        parts = pairwise(parts, lambda x, y: b.shuffle_vector(
+            x, y, ir.Constant(ir.VectorType(I32, 2 * x.type.count), list(range(2 * x.type.count)))))
+    return parts[0]
+
+
 @contextmanager
 def vector_loop(kb, start: int, stop: int, step: int, name: str, backward: bool = False):
     """A loop over [start, stop) by `step` (start < stop: the vector loops run at least

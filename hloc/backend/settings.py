@@ -34,6 +34,7 @@ MODULE = (
     ("row_loop_hints", ("LONG_CHAIN", "KEEP_INTERLEAVE", "SCALAR")),
     ("row_vector", ("SUM_IC", "EPILOGUE_MIN_VF", "ENABLED", "DIVIDE_WAYS", "DIVIDE_BACKWARD")),
     ("split_reduce", ("CHUNK", "MAX_GROUPS", "MIN_WORK")),
+    ("vmath", ("SCALEF", "HALVES_FROM_Z")),
     ("xla_math", ("CONTRACT", "TANH_F32", "TANH_F64")),
 )
 # ... and of the thread runtime (hloc.backend.threadpool, compiled by threadpool_jit)

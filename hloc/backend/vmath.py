@@ -8,18 +8,25 @@ the whole input range). n comes from adding 1.5*2^23 (round to nearest), so its 
 is the low bits of that float. XLA:CPU also replaces exp by its own vectorisable
 polynomial (budget 6 ulp, xla/codegen/intrinsic/accuracy).
 
-The scaling by 2^n: with AVX-512 `llvm.ldexp` (one vscalefps, correct overflow to inf and
-gradual underflow); elsewhere ldexp would be a libm call per element, so 2^n is built in
-the exponent bits in two halves (2^(n>>1) * 2^(n - (n>>1)), both normal for n in
-[-150, 128]). Inputs are clamped to [-104, 89] first (exp is 0 below, inf above; NaN
-passes the clamps and stays NaN).
+The scaling by 2^n: with AVX-512 vscalefps (correct overflow to inf and gradual
+underflow): on vectors of whole zmm registers (explicit vector code, hloc.backend.row_vector)
+the x86 intrinsic on the float n (`_scalef`), elsewhere `llvm.ldexp` of the integer n,
+which code generation makes vcvtdq2ps + vscalefps (the loop vectoriser widens ldexp, not
+an x86 intrinsic); the same bits. Without AVX-512 ldexp would be a libm call per element,
+so 2^n is built in the exponent bits in two halves (2^(n>>1) * 2^(n - (n>>1)), both
+normal for n in [-150, 128]), from z's bits. Inputs are clamped to [-104, 89] first (exp
+is 0 below, inf above; NaN passes the clamps and stays NaN).
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from .row_vector import const, suffix
-from .types import I32
+from .row_vector import const, join, split, suffix
+from .types import F32, I16, I32
+
+SCALEF = True       # off: AVX-512 vectors scaled by llvm.ldexp of the integer n (A/B)
+HALVES_FROM_Z = True    # off: without AVX-512, 2^(n>>1), 2^(n-(n>>1)) from the integer n (A/B)
+_SCALEF_LANES = 16  # llvm.x86.avx512.mask.scalef.ps.512: one zmm register
 
 # exp(r) ~ sum c_k r^k on |r| <= ln2/2 (weighted least squares iterated to minimax
 # relative error, c0 = c1 = 1 exactly so exp(0) == 1)
@@ -62,10 +69,46 @@ def exp_f32(kb, x, upper: bool = True):
     p = c(_POLY[-1])
     for k in reversed(_POLY[:-1]):
         p = fma(p, r, c(k))
-    ni = b.sub(b.bitcast(z, it), ic(_SHIFT_BITS))   # n as an integer
+    if has_vscalef(kb.mcx) and _scalef_pieces(t):
+        return _scalef(kb, p, n)
+    zb = b.bitcast(z, it)
     if has_vscalef(kb.mcx):
+        ni = b.sub(zb, ic(_SHIFT_BITS))                 # n as an integer
         isfx = f"v{t.count}i32" if isinstance(t, ir.VectorType) else "i32"
         return b.call(kb.mcx.intrinsic(f"llvm.ldexp.{sfx}.{isfx}", t, [t, it]), [p, ni])
+    if HALVES_FROM_Z:
+        # 2^h and 2^(n-h), h = n>>1, from z's bits: only the low 9 bits of an exponent
+        # survive `<< 23`, and those of n, h, n-h are those of zb, zb>>1, zb - (zb>>1)
+        # (_SHIFT_BITS and its half end in 9 zero bits): one integer op fewer than from n
+        hb = b.ashr(zb, ic(1))
+        scale = lambda e: b.bitcast(b.add(b.shl(e, ic(23)), ic(127 << 23)), t)  # noqa: E731
+        return b.fmul(b.fmul(p, scale(hb)), scale(b.sub(zb, hb)))
+    ni = b.sub(zb, ic(_SHIFT_BITS))
     half = b.ashr(ni, ic(1))
     bias = lambda e: b.bitcast(b.shl(b.add(e, ic(127)), ic(23)), t)  # noqa: E731
     return b.fmul(b.fmul(p, bias(half)), bias(b.sub(ni, half)))
+
+
+def _scalef_pieces(t) -> bool:
+    """`t` is a vector that splits into whole zmm registers (a power of two of them, for
+    row_vector.join)."""
+    k = t.count // _SCALEF_LANES if isinstance(t, ir.VectorType) else 0
+    return SCALEF and k > 0 and t.count % _SCALEF_LANES == 0 and k & (k - 1) == 0
+
+
+def _scalef(kb, p, n):
+    """p * 2^n by vscalefps on the float n, 16 lanes at a time: the bits of llvm.ldexp(p,
+    ni) with ni the integer of n, which code generation makes vcvtdq2ps + vscalefps
+    (vscalefps(a, b) = a * 2^floor(b), rounded as MXCSR says (argument 4: the current
+    direction), flushed under FTZ; here b is n exactly: z = x*log2e + 1.5*2^23 lies in
+    [2^23, 2^24) for clamped x, where a float's ulp is 1, so n = z - 1.5*2^23 is exact
+    (Sterbenz) and an integer, the integer ni is, and never subnormal. A NaN x makes both
+    p and n quiet NaNs with x's payload (every op before propagates its one NaN operand),
+    and vscalefps returns src1's, as it does with an integer b: the same bits). This saves
+    ldexp's vpaddd and vcvtdq2ps per 16 lanes."""
+    b = kb.b
+    vt = ir.VectorType(F32, _SCALEF_LANES)
+    fn = kb.mcx.intrinsic("llvm.x86.avx512.mask.scalef.ps.512", vt, [vt, vt, vt, I16, I32])
+    keep, mask, rounding = const(vt, 0.0), ir.Constant(I16, -1), ir.Constant(I32, 4)
+    return join(b, [b.call(fn, [pp, nn, keep, mask, rounding])
+                    for pp, nn in zip(split(b, p, _SCALEF_LANES), split(b, n, _SCALEF_LANES))])
