@@ -47,6 +47,30 @@ def test_result_buffers_reused_only_when_dropped():
     assert exe.memory_bytes["result_pool"] == 3 * 4000
 
 
+def test_large_results_lie_where_their_largest_argument_does():
+    from hloc.backend.executable import PLACE_BYTES
+    n = PLACE_BYTES // 4 + 1000
+    exe = compile_module(hloc.parse(
+        f"HloModule m\n\nENTRY e {{\n  a = f32[{n}] parameter(0)\n  s = f32[8] parameter(1)\n"
+        f"  m = f32[{n}] multiply(a, a)\n  w = f64[{n}] convert(a)\n  t = f32[8] negate(s)\n"
+        f"  ROOT r = (f32[{n}], f64[{n}], f32[8]) tuple(m, w, t)\n}}\n"))
+    raw = np.empty(n * 4 + 8192, np.uint8)
+    small = np.arange(8, dtype=np.float32)
+    held = []
+    for offset in (16, 20, 48, 2064, 0, 4092):
+        at = (offset - raw.ctypes.data) % 4096
+        a = raw[at:at + n * 4].view(np.float32)
+        a[:] = np.arange(n, dtype=np.float32) % 97 - offset
+        m, w, t = exe.run([a, small])
+        held.append((m, w))                        # held: every call makes new ones
+        assert m.ctypes.data % 4096 == offset
+        assert w.ctypes.data % 4096 == offset - offset % 8
+        np.testing.assert_array_equal(m, a * a)
+        np.testing.assert_array_equal(w, a.astype(np.float64))
+        np.testing.assert_array_equal(t, -small)
+        assert m.flags.writeable and w.flags.c_contiguous
+
+
 def test_out_argument():
     exe = compile_module(hloc.parse(PAIR))
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
