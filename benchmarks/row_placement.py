@@ -11,9 +11,10 @@ equal, then calls run in rounds over the offsets forwards and backwards (reverse
 other round). Prints each offset's minimum, 25th percentile and median, and the median
 over the first offset's. Found for issue 12 (one thread, input at 16): softmax 512x8192
 ran 5-13 % faster with its output 64-byte aligned (offsets 64, 2048, 3072) than at 16
-mod 64 (16, 80, 2064, 3088), where NumPy's large arrays lie, so run.py's input and the
-output hloc allocates; layernorm 4096x1024 the other way round, fastest at the input's
-offset mod 64 and 14-40 % slower aligned. Not a test.
+mod 64 (16, 80, 2064, 3088), where NumPy's large arrays lie (run.py's input, and the
+output hloc allocates, at the input's offset: hloc.backend.executable._new_result);
+layernorm 4096x1024 the other way round, fastest at the input's offset mod 64 and 14-40 %
+slower aligned, the larger effect. Not a test.
 """
 from __future__ import annotations
 

@@ -71,6 +71,30 @@ def test_large_results_lie_where_their_largest_argument_does():
         assert m.flags.writeable and w.flags.c_contiguous
 
 
+def test_large_results_reused_only_when_dropped():
+    # placed results (_new_result) are views of a larger buffer: a view of one, or the
+    # transpose run() returns for a {0,1} result, must keep it from reuse as well
+    from hloc.backend.executable import PLACE_BYTES
+    rows = PLACE_BYTES // 4 // 512 + 1
+    for layout in ("{1,0}", "{0,1}"):
+        exe = compile_module(hloc.parse(
+            f"HloModule m\n\nENTRY e {{\n  a = f32[{rows},512]{layout} parameter(0)\n"
+            f"  ROOT r = f32[{rows},512]{layout} negate(a)\n}}\n"))
+        a = np.arange(rows * 512, dtype=np.float32).reshape(rows, 512)
+        r = exe.run([a])
+        view = r[0]
+        first = r.copy()
+        del r
+        again = exe.run([3 * a])                    # view holds the first buffer
+        np.testing.assert_array_equal(view, -a[0])
+        np.testing.assert_array_equal(again, -3 * a)
+        np.testing.assert_array_equal(first, -a)
+        places = set()
+        for k in range(4):                          # dropped: one buffer, reused
+            places.add(exe.run([a + k]).__array_interface__["data"][0])
+        assert len(places) == 1
+
+
 def test_out_argument():
     exe = compile_module(hloc.parse(PAIR))
     a = np.arange(6, dtype=np.float32).reshape(2, 3)

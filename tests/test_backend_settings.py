@@ -34,7 +34,7 @@ NOT_SETTINGS = {
     "dedup": {"IGNORED_ATTRS", "PER_INSTRUCTION"},
     "device_runtime": {"ABORT", "SYMBOL"},
     "elementwise": {"BINARY_KEYS", "UNARY_KEYS"},
-    "executable": {"ALIGN", "MAX_THREADS", "NTHREADS", "POOL"},
+    "executable": {"ALIGN", "MAX_THREADS", "NTHREADS", "POOL", "PLACE_BYTES", "PAGE"},
     "gemm": {"CBLAS", "COL_MAJOR", "INT_MAX", "NO_TRANS", "ROW_MAJOR"},
     "global_view": {"CUSTOM_CALLS"},
     "inplace": {"DUS"},

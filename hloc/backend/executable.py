@@ -58,8 +58,13 @@ PAGE = 4096
 
 
 def _unused(pool: list, k: int) -> bool:
-    """Whether nothing but `pool` refers to pool[k] (the list's reference + the call's)."""
-    return sys.getrefcount(pool[k]) == 2
+    """Whether nothing but `pool` refers to pool[k] (the list's reference + the call's)
+    or to the buffer it views (a placed result, _new_result: NumPy links every view of
+    it, the caller's and run()'s transposes, to that buffer, not to pool[k])."""
+    if sys.getrefcount(pool[k]) != 2:
+        return False
+    base = pool[k].base
+    return base is None or sys.getrefcount(base) == 3      # pool[k]'s link, `base`, the call's
 
 
 def _new_result(spec, args: list) -> np.ndarray:
@@ -68,10 +73,14 @@ def _new_result(spec, args: list) -> np.ndarray:
     argument's element and writes the result's in the same iteration, and its speed
     depends on where the two lie relative to each other, which NumPy leaves to glibc
     (large arrays 16 bytes into a page, or anywhere in the heap once a large array was
-    freed). Measured (issue 12, 2 threads, input 16 bytes into a page, p25 of 400 calls):
-    layernorm 4096x1024 0.456 ms with its output at the input's offset, 0.631 ms
-    64-byte aligned; softmax 512x8192 0.77-0.86 ms wherever. The same place call after
-    call and process after process, so the time is too."""
+    freed). At the same offset a load never meets an earlier store's low 12 address bits
+    (the 4 KiB aliasing of Intel's and AMD's store buffers) except at its own element,
+    which it reads first. Measured here (issue 12, Zen 4, 2 threads, input 16 bytes into
+    a page, p25 of 400 calls; benchmarks/row_placement.py): layernorm 4096x1024 0.46 ms at
+    the input's offset, 0.57-0.63 ms 64-byte aligned; softmax 512x8192 0.86-0.92 ms at
+    the input's offset, 0.82-0.87 64-byte aligned (the smaller effect: layernorm's rule
+    is taken). The same place call after call and process after process, so the time is
+    too."""
     dt = np.dtype(spec.dtype)
     nbytes = dt.itemsize * spec.size
     ref = max((a for a in args if a.nbytes >= PLACE_BYTES), key=lambda a: a.nbytes, default=None)
