@@ -45,7 +45,7 @@ from .types import F32, I32, itemsize
 SUM_IC = 4              # LLVM's interleave count for these sums (row_loop_hints.row_hints)
 EPILOGUE_MIN_VF = 16    # LLVM's -epilogue-vectorization-minimum-VF: main loop's VF x IC
 ENABLED = True          # off: every row group keeps its scalar loops (A/B measurements)
-DIVIDE_WAYS = SUM_IC    # registers an iteration of a loop with row divides (row_divide)
+DIVIDE_WAYS = None      # registers an iteration of a loop with row divides (None: SUM_IC)
 DIVIDE_BACKWARD = True  # a loop with row divides runs from the row's end (row_loop)
 
 
@@ -297,8 +297,9 @@ def along_row(kb, n: int, body, total=None, ways: int = 1, name: str = "v",
     lanes = kb.lanes
     step = lanes * ways
     nv = n - n % step
-    with vector_loop(kb, 0, nv, step, name, backward) as c:
-        body(c, step)
+    if nv:                      # a sum's row is never shorter than a step (plan)
+        with vector_loop(kb, 0, nv, step, name, backward) as c:
+            body(c, step)
     if total is None:
         ne = n - n % lanes      # no sum: the whole registers left, one an iteration
         if ne > nv:
@@ -435,7 +436,7 @@ def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=No
     if total is not None or beside is not None:
         ways = SUM_IC
     elif kb.row_divide is not None:     # a loop with row divides: 4 registers an
-        ways, backward = DIVIDE_WAYS, DIVIDE_BACKWARD  # iteration, as the exp loop's
+        ways, backward = DIVIDE_WAYS or SUM_IC, DIVIDE_BACKWARD  # iteration, as the exp loop's
     else:
         ways = 1
     nv = along_row(kb, n, body, total, ways, f"v{minor}", backward)
