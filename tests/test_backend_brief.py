@@ -269,7 +269,6 @@ def test_compiles_under_other_options_wait_and_the_defaults_come_back():
     assert got == [default] and opts._current == default
 
 
-
 _FIRST_COMPILE = """
 import hashlib, sys
 from hloc.backend import jit, llvm_parts

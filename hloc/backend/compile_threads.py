@@ -41,8 +41,8 @@ LLVM reads these options from process-wide `cl::opt`s, so
 compile_all compiles the parts in two phases, each with its options set while no compile
 under other options runs: everything in hloc that runs LLVM's optimiser or code
 generator holds OPTIONS_LOCK for the options it needs (compiles under the same options
-run at once), and with no compile running the options are DEFAULT_OPTIONS, set first by
-hloc.backend.jit.host. `-unroll-allow-partial`, once given, overrides the target's own
+run at once), and with no compile running the options are DEFAULT_OPTIONS (set by
+hloc.backend.jit.host through OPTIONS_LOCK.initial, unless a compile's came first). `-unroll-allow-partial`, once given, overrides the target's own
 choice for good, so it is given from the start, in every compile, and code never depends
 on whether a brief compile came before; `true` is LLVM's own choice where the CPU's
 scheduling model has a loop buffer (LoopMicroOpBufferSize, as in LLVM's models of recent
@@ -105,14 +105,14 @@ class _Options:
             self._cond.notify_all()
 
     def initial(self) -> None:
-        """Sets LLVM's options once LLVM is initialised (hloc.backend.jit.host): those of
-        the compiles running, DEFAULT_OPTIONS where none runs. The first host() of a
-        process may come inside a compile under BRIEF_OPTIONS (a printed part compiled
-        first thing), which the defaults must not replace under it."""
+        """Sets DEFAULT_OPTIONS when LLVM is initialised (hloc.backend.jit.host) unless
+        options were set here already: the first host() of a process may come inside a
+        compile under BRIEF_OPTIONS (a printed part compiled first thing), whose options
+        must stay."""
         with self._cond:
             if self._current is None:
+                set_options(DEFAULT_OPTIONS)
                 self._current = DEFAULT_OPTIONS
-            set_options(self._current)
 
     def hold_for_fork(self, timeout: float) -> bool:
         """Take the condition's lock (no thread is then inside acquire or release, nor
