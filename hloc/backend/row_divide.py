@@ -139,9 +139,9 @@ class RowDivide:
             u = b.and_(u, const(it, 0x7FFFFFFF))
         w = b.sub(u, const(it, _NORMAL_BITS))
         if vec and t.count > self.lanes:        # several registers: folded into one's lanes
-            ws, us = split(b, w, self.lanes), split(b, u, self.lanes)
-            it = ws[0].type
-            w, u = _fold(kb, "umin", ws), _fold(kb, "umax", us) if hi_check else None
+            w = _fold(kb, "umin", split(b, w, self.lanes))
+            u = _fold(kb, "umax", split(b, u, self.lanes)) if hi_check else None
+            it = w.type
         lo, hi = self._vacc(kb, it.count) if vec else (self.lo, self.hi)
         b.store(_minmax(kb, "umin", b.load(lo, typ=it), w), lo)
         if hi_check:
