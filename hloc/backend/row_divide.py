@@ -56,9 +56,16 @@ def candidate(member) -> bool:
         i = stack.pop()
         if i.opcode == "fusion":
             stack.extend(i.attrs["calls"].instructions)
-        elif i.opcode == "divide" and i.shape.dtype.name == "f32" and i.operands[1].opcode == "broadcast":
+        elif f32_by_broadcast(i):
             return True
     return False
+
+
+def f32_by_broadcast(inst) -> bool:
+    """`inst` is an f32 / f32 divide whose divisor is a broadcast: the form RowDivide
+    takes (where the broadcast also reads only at the row: RowDivide.applies)."""
+    return inst.opcode == "divide" and inst.shape.dtype.name == "f32" \
+        and all(o.shape.dtype.name == "f32" for o in inst.operands) and inst.operands[1].opcode == "broadcast"
 
 
 class RowDivide:
@@ -105,8 +112,7 @@ class RowDivide:
         """`inst` (a divide generated at `index`) is f32 / f32 by a broadcast inside a
         fusion that reads only at this row (so y = 1/d is hoisted out of the row's loop)."""
         div = inst.operands[1]
-        if inst.shape.dtype.name != "f32" or any(o.shape.dtype.name != "f32" for o in inst.operands) \
-                or div.opcode != "broadcast" or id(div) in self.members:
+        if not f32_by_broadcast(inst) or id(div) in self.members:
             return False
         multi = index.multi
         return all(multi[d] is self.row for d in div.attrs["dimensions"])
