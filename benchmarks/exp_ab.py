@@ -76,8 +76,8 @@ def main(argv=None):
                 exes.append(compile_module(module, numerics="xla-cpu", threads=opts.threads,
                                            cache_dir=Path(tmp.name) / f"{k}{side}"))
             finally:
-                for (m, k), v in old.items():
-                    setattr(m, k, v)
+                for (m, n), v in old.items():
+                    setattr(m, n, v)
         a, b = exes
         assert np.asarray(a.run([x])).tobytes() == np.asarray(b.run([x])).tobytes(), f"{name}: B's bits differ"
         if name.startswith("exp edges"):
