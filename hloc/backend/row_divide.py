@@ -120,8 +120,10 @@ class RowDivide:
     def divide(self, kb, inst, a, d):
         """a / d for divide `inst`. Where a's sign bit is known clear (or a is a NaN:
         hloc.backend.bounds, softmax's e) the quotient's sign needs no copysign and |a|
-        is a's bits: a NaN of either sign is above the range and sends the row to the
-        exact loop, as does any a outside it."""
+        is a's bits. An a outside the range sends the row to the exact loop: a too small
+        one through the least u; an infinity or a NaN of either sign through the largest
+        u or, where d is a's sum (SUM_BOUND: no such check), through d's range, d then
+        being an infinity or a NaN itself (module docstring)."""
         self.used = True
         bounds = kb.bounds
         clear = bounds is not None and bounds.sign_clear(inst.operands[0])
