@@ -16,10 +16,8 @@ exponent bits; softmax keeps its scalar loops, hloc.backend.row_vector.plan). No
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from interleaved import _set  # noqa: E402  (module.NAME=value settings, the same syntax)
+from interleaved import _set, abba  # noqa: E402  (module.NAME=value settings, the same syntax)
 
 
 def _edges() -> np.ndarray:
@@ -78,32 +76,17 @@ def main(argv=None):
                 exes.append(compile_module(module, numerics="xla-cpu", threads=opts.threads,
                                            cache_dir=Path(tmp.name) / f"{k}{side}"))
             finally:
-                for (m, k), v in old.items():
-                    setattr(m, k, v)
+                for (m, n), v in old.items():
+                    setattr(m, n, v)
         a, b = exes
         assert np.asarray(a.run([x])).tobytes() == np.asarray(b.run([x])).tobytes(), f"{name}: B's bits differ"
         if name.startswith("exp edges"):
             print(f"| {name} | bits equal | | | | |")
             continue
 
-        def call(e):
-            t0 = time.perf_counter()
-            e.run([x])
-            return time.perf_counter() - t0
-        ta, tb, ratios = [], [], []
-        for r in range(opts.rounds):
-            if r % 2 == 0:
-                xa, ya, yb, xb = call(a), call(b), call(b), call(a)
-            else:
-                ya, xa, xb, yb = call(b), call(a), call(a), call(b)
-            ta += [xa, xb]
-            tb += [ya, yb]
-            ratios.append((ya + yb) / (xa + xb))
-        ta.sort()
-        tb.sort()
-        q = len(ta) // 4
-        print(f"| {name} | {ta[0] * 1e3:.4f} | {ta[q] * 1e3:.4f} | {tb[0] * 1e3:.4f} | {tb[q] * 1e3:.4f} "
-              f"| {statistics.median(ratios):.3f} |", flush=True)
+        a_min, a_p25, b_min, b_p25, ratio = abba(lambda: a.run([x]), lambda: b.run([x]), opts.rounds)
+        print(f"| {name} | {a_min * 1e3:.4f} | {a_p25 * 1e3:.4f} | {b_min * 1e3:.4f} | {b_p25 * 1e3:.4f} "
+              f"| {ratio:.3f} |", flush=True)
     tmp.cleanup()
 
 

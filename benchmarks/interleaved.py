@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -45,6 +46,29 @@ def _set(spec: str) -> dict:
         old[(m, name)] = getattr(m, name)
         setattr(m, name, eval(value, {}))       # noqa: S307  (a dev tool's own argument)
     return old
+
+
+def abba(call_a, call_b, rounds: int):
+    """Single calls of `call_a` and `call_b` timed in `rounds` rounds of A B B A (B A A B
+    every other round): (A's minimum, A's 25th percentile, B's minimum, B's 25th
+    percentile, the median over rounds of B's time over A's), in seconds."""
+    def timed(c):
+        t0 = time.perf_counter()
+        c()
+        return time.perf_counter() - t0
+    ta, tb, ratios = [], [], []
+    for r in range(rounds):
+        if r % 2 == 0:
+            xa, ya, yb, xb = timed(call_a), timed(call_b), timed(call_b), timed(call_a)
+        else:
+            ya, xa, xb, yb = timed(call_b), timed(call_a), timed(call_a), timed(call_b)
+        ta += [xa, xb]
+        tb += [ya, yb]
+        ratios.append((ya + yb) / (xa + xb))
+    ta.sort()
+    tb.sort()
+    q = len(ta) // 4
+    return ta[0], ta[q], tb[0], tb[q], statistics.median(ratios)
 
 
 def _xla_call(name, args):

@@ -19,9 +19,7 @@ Not a test.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +30,7 @@ import hloc  # noqa: E402
 from hloc.backend import compile_module  # noqa: E402
 from hloc.cli_backend import prepare_for_cpu  # noqa: E402
 from run import _layernorm, _softmax  # noqa: E402  (benchmarks/run.py's modules)
-from interleaved import _set  # noqa: E402  (module.NAME=value settings, the same syntax)
+from interleaved import _set, abba  # noqa: E402  (module.NAME=value settings, the same syntax)
 
 
 def main(argv=None):
@@ -73,24 +71,9 @@ def main(argv=None):
         assert np.asarray(ra).tobytes() == np.asarray(rb).tobytes(), "B's bits differ"
         del ra, rb
 
-        def call(e):
-            t0 = time.perf_counter()
-            e.run([x])
-            return time.perf_counter() - t0
-        ta, tb, ratios = [], [], []
-        for r in range(opts.rounds):
-            if r % 2 == 0:
-                xa, ya, yb, xb = call(a), call(b), call(b), call(a)
-            else:
-                ya, xa, xb, yb = call(b), call(a), call(a), call(b)
-            ta += [xa, xb]
-            tb += [ya, yb]
-            ratios.append((ya + yb) / (xa + xb))
-        ta.sort()
-        tb.sort()
-        q = len(ta) // 4
-        print(f"| {name} {rows}x{cols} | {ta[0] * 1e3:.3f} | {ta[q] * 1e3:.3f} | {tb[0] * 1e3:.3f} "
-              f"| {tb[q] * 1e3:.3f} | {statistics.median(ratios):.3f} |", flush=True)
+        a_min, a_p25, b_min, b_p25, ratio = abba(lambda: a.run([x]), lambda: b.run([x]), opts.rounds)
+        print(f"| {name} {rows}x{cols} | {a_min * 1e3:.3f} | {a_p25 * 1e3:.3f} | {b_min * 1e3:.3f} "
+              f"| {b_p25 * 1e3:.3f} | {ratio:.3f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -221,6 +221,7 @@ def test_first_row_of_every_work_group_has_the_exact_bits(rows, cols, monkeypatc
     monkeypatch.setattr(parallel, "CHUNK", 1)
     monkeypatch.setattr(parallel, "MAX_GROUPS", 1 << 20)
     module = _prepared(_softmax(rows, cols))
+    assert [g.nwg for g in _groups(module)] == [rows]
     x = _edge_rows(rows, cols)
     outs = []
     for vector, fast in ((True, True), (True, False), (False, True)):

@@ -65,6 +65,17 @@ def _edge_inputs():
     return np.concatenate([x, np.zeros(-x.size % 64, np.float32)])
 
 
+def _features(avx512: bool) -> str:
+    """The host's LLVM target features; `avx512` false: with AVX-512 (and AVX10, AMX,
+    which imply it) turned off, the features of an AVX2 host (merely leaving them out
+    would keep those the CPU name implies)."""
+    from hloc.backend import jit
+    feats = jit.host()[2]
+    if avx512:
+        return feats
+    return ",".join("-" + f[1:] if f.startswith(("+avx512", "+avx10", "+amx")) else f for f in feats.split(","))
+
+
 def _exp_function(lanes: int, avx512: bool):
     """LLVM IR text of `run(x, y, n, csr)`: y[:n] = vmath.exp_f32(x[:n]) in <lanes x f32>
     vectors (f32 where lanes is 1), computed in a function called with MXCSR set to csr
@@ -74,9 +85,8 @@ def _exp_function(lanes: int, avx512: bool):
     from hloc.backend import jit
     from hloc.backend.context import ModuleContext, Options
     from hloc.backend.types import F32, I32, I64
-    _, _, feats, triple = jit.host()
-    mcx = ModuleContext("exp", Options(), triple)
-    mcx.features = feats if avx512 else ",".join(f for f in feats.split(",") if "avx512" not in f)
+    mcx = ModuleContext("exp", Options(), jit.host()[3])
+    mcx.features = _features(avx512)
     ptr, vt = F32.as_pointer(), F32 if lanes == 1 else ir.VectorType(F32, lanes)
     body = ir.Function(mcx.module, ir.FunctionType(ir.VoidType(), [ptr, ptr, I64]), "body")
     b = ir.IRBuilder(body.append_basic_block("entry"))
@@ -135,7 +145,10 @@ def test_ways_of_scaling_have_the_same_bits_in_every_fp_mode(path, lanes, monkey
         text = _exp_function(lanes, avx512)
         assert (first in text, second in text) == (way, not way)
         assert avx512 or ("scalef" not in text and "ldexp" not in text)   # no AVX-512, no vscalefps
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(text), jit.target_machine(2))
+        target, cpu, _, _ = jit.host()      # the code that runs: compiled for those features too
+        tm = target.create_target_machine(cpu=cpu, features=_features(avx512), opt=2, jit=True)
+        assert avx512 or "zmm" not in tm.emit_assembly(llvm.parse_assembly(text))
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(text), tm)
         engine.finalize_object()
         run = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                ctypes.c_uint32)(engine.get_function_address("run"))

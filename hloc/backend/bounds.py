@@ -65,17 +65,15 @@ class Bounds:
 
     def sums(self, d, a) -> bool:
         from ..interp.lanes import binary_root
-        if not ENABLED or d.opcode != "broadcast":
+        if not ENABLED:
             return False
         caller = self.member if self.comp is not None else None
         a, inside = self._source(a, caller)
-        s, s_inside = self._source(d.operands[0], caller)
-        if inside is not None or s_inside is not None or s.opcode != "reduce" \
-                or len(s.operands) != 2 or s.operands[0] is not a or s.shape.is_tuple \
-                or binary_root(s.attrs["to_apply"]) != "add":
+        back = self._reduced_back(d, a, caller)
+        if inside is not None or back is None:
             return False
-        kept = [k for k in range(a.shape.rank) if k not in set(s.attrs["dimensions"])]
-        return list(d.attrs["dimensions"]) == kept and d.shape.dims == a.shape.dims
+        s, s_inside = back
+        return s_inside is None and not s.shape.is_tuple and binary_root(s.attrs["to_apply"]) == "add"
 
     def at_most_zero(self, inst) -> bool:
         if not ENABLED:
@@ -85,12 +83,20 @@ class Bounds:
         if inst.opcode != "subtract" or inst.shape.dtype.kind != "float":
             return False
         a, _ = self._source(inst.operands[0], caller)
-        bc = inst.operands[1]
+        back = self._reduced_back(inst.operands[1], a, caller)
+        ext = extremum_reduce(back[0]) if back is not None else None
+        return ext is not None and bool(ext[0])
+
+    def _reduced_back(self, bc, a, caller):
+        """(m, its fusion or None) where `bc` is a broadcast of m (followed out of
+        `caller`), a two-operand reduce of `a` itself, back to a's dims along the
+        dimensions m kept (softmax's max(x) and sum(e)); else None."""
         if bc.opcode != "broadcast":
-            return False
-        m, _ = self._source(bc.operands[0], caller)
-        ext = extremum_reduce(m)
-        if ext is None or not ext[0] or len(m.operands) != 2 or m.operands[0] is not a:
-            return False
-        kept = [d for d in range(a.shape.rank) if d not in set(m.attrs["dimensions"])]
-        return list(bc.attrs["dimensions"]) == kept and inst.shape.dims == a.shape.dims
+            return None
+        m, m_caller = self._source(bc.operands[0], caller)
+        if m.opcode != "reduce" or len(m.operands) != 2 or m.operands[0] is not a:
+            return None
+        kept = [k for k in range(a.shape.rank) if k not in set(m.attrs["dimensions"])]
+        if list(bc.attrs["dimensions"]) != kept or bc.shape.dims != a.shape.dims:
+            return None
+        return m, m_caller

@@ -7,14 +7,15 @@ memory in the first loop and the memory system idles in the others. Here the max
 r+1 is accumulated inside row r's exp loop (the first later member's over the same
 positions), so the next row streams in while the exp's arithmetic runs; row r only takes
 the max carried from the row before. The first row of a work group (no row before it
-accumulated it) computes its max in the fast loop on its own first (FIRST_FAST; on the
-exact loop, one latency-bound chain of llvm.maximum through the row, each group took
-~3.7 us more: softmax 64x8192, 4 groups, 0.172 against 0.157 ms on one thread); the last row of a group, having no
-next row in it, takes its own row again (in cache). At the start of each row, the row's
-value is taken from the fast accumulators, or from the exact loop where the fast result
-may be wrong. In the divide's loop instead (arithmetic ~3x lighter) the reads were
-not hidden: slower than no carrying at all on a loaded machine (2.14 against 1.93 ms on
-one thread; the exp loop 1.70).
+accumulated it) computes its max on its own first: in the vector form (kb.lanes,
+hloc.backend.row_vector) in the fast loop (FIRST_FAST; on the exact loop, one
+latency-bound chain of llvm.maximum through the row, each group took ~3.7 us more:
+softmax 64x8192, 4 groups, 0.172 against 0.157 ms on one thread), in the scalar form on
+the exact loop. The last row of a group, having no next row in it, takes its own row
+again (in cache). At the start of each row, the row's value is taken from the fast
+accumulators, or from the exact loop where the fast result may be wrong. In the divide's
+loop instead (arithmetic ~3x lighter) the reads were not hidden: slower than no carrying
+at all on a loaded machine (2.14 against 1.93 ms on one thread; the exp loop 1.70).
 
 The accumulation is extremum.Extremum's, the reduce's own: exact in any order (nnan nsz
 max beside a NaN-detecting sum, the exact loop where the fast result may be wrong), so the
@@ -76,8 +77,10 @@ class Ahead:
 
     def begin_row(self, r, lo) -> None:
         """At the start of row r of a work group starting at lo: the row's reduction from
-        what the row before accumulated, or from the exact loop (the first row, which no
-        row before accumulated; or where the fast result may be wrong)."""
+        what the row before accumulated; for the first row (which no row before
+        accumulated) from its own fast loop in the vector form (FIRST_FAST, ext.lanes),
+        from the exact loop in the scalar form; from the exact loop wherever the fast
+        result may be wrong."""
         kb = self.kb
         b = kb.b
         init = self.init_read(Index(b, self.m0.operands[1].shape, multi=[]))

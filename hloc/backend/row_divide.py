@@ -56,9 +56,16 @@ def candidate(member) -> bool:
         i = stack.pop()
         if i.opcode == "fusion":
             stack.extend(i.attrs["calls"].instructions)
-        elif i.opcode == "divide" and i.shape.dtype.name == "f32" and i.operands[1].opcode == "broadcast":
+        elif f32_by_broadcast(i):
             return True
     return False
+
+
+def f32_by_broadcast(inst) -> bool:
+    """`inst` is an f32 / f32 divide whose divisor is a broadcast: the form RowDivide
+    takes (where the broadcast also reads only at the row: RowDivide.applies)."""
+    return inst.opcode == "divide" and inst.shape.dtype.name == "f32" \
+        and all(o.shape.dtype.name == "f32" for o in inst.operands) and inst.operands[1].opcode == "broadcast"
 
 
 class RowDivide:
@@ -105,8 +112,7 @@ class RowDivide:
         """`inst` (a divide generated at `index`) is f32 / f32 by a broadcast inside a
         fusion that reads only at this row (so y = 1/d is hoisted out of the row's loop)."""
         div = inst.operands[1]
-        if inst.shape.dtype.name != "f32" or any(o.shape.dtype.name != "f32" for o in inst.operands) \
-                or div.opcode != "broadcast" or id(div) in self.members:
+        if not f32_by_broadcast(inst) or id(div) in self.members:
             return False
         multi = index.multi
         return all(multi[d] is self.row for d in div.attrs["dimensions"])
@@ -114,8 +120,10 @@ class RowDivide:
     def divide(self, kb, inst, a, d):
         """a / d for divide `inst`. Where a's sign bit is known clear (or a is a NaN:
         hloc.backend.bounds, softmax's e) the quotient's sign needs no copysign and |a|
-        is a's bits: a NaN of either sign is above the range and sends the row to the
-        exact loop, as does any a outside it."""
+        is a's bits. An a outside the range sends the row to the exact loop: a too small
+        one through the least u; an infinity or a NaN of either sign through the largest
+        u or, where d is a's sum (SUM_BOUND: no such check), through d's range, d then
+        being an infinity or a NaN itself (module docstring)."""
         self.used = True
         bounds = kb.bounds
         clear = bounds is not None and bounds.sign_clear(inst.operands[0])
@@ -139,9 +147,9 @@ class RowDivide:
             u = b.and_(u, const(it, 0x7FFFFFFF))
         w = b.sub(u, const(it, _NORMAL_BITS))
         if vec and t.count > self.lanes:        # several registers: folded into one's lanes
-            ws, us = split(b, w, self.lanes), split(b, u, self.lanes)
-            it = ws[0].type
-            w, u = _fold(kb, "umin", ws), _fold(kb, "umax", us) if hi_check else None
+            w = _fold(kb, "umin", split(b, w, self.lanes))
+            u = _fold(kb, "umax", split(b, u, self.lanes)) if hi_check else None
+            it = w.type
         lo, hi = self._vacc(kb, it.count) if vec else (self.lo, self.hi)
         b.store(_minmax(kb, "umin", b.load(lo, typ=it), w), lo)
         if hi_check:

@@ -42,7 +42,8 @@ _LO, _HI = -104.0, 89.0
 
 
 def has_vscalef(mcx) -> bool:
-    """The target has AVX-512 (llvm.ldexp is then one instruction per vector)."""
+    """The target has AVX-512: the scaling by 2^n is vscalefps (the intrinsic on the float
+    n, or llvm.ldexp of the integer n: vcvtdq2ps + vscalefps), not the two halves."""
     feats = getattr(mcx, "features", None) or ""
     return mcx.module.triple.startswith("x86_64") and "+avx512f" in feats.split(",")
 
