@@ -28,9 +28,10 @@ halving shuffle tree); then LLVM's epilogue loop over the positions left, in vec
 the full width or a half, quarter ... of it (_epilogue_width; one accumulator starting
 from the total in lane 0, reduced the same way); then the positions left after it, one
 by one. The bits were checked equal to LLVM's (the scalar form's) on every row of 128 to
-300 f32 with AVX-512 and of 64 to 200 with AVX2 (softmax's and layernorm's sums; rows
-shorter than 2 * SUM_IC vectors keep their scalar loops, plan), and on rows of 8192, 1024,
-1001 and 1000 (tests/test_backend_row_vector.py). This order is fixed by the shapes, never
+420 f32 with AVX-512 and of 64 to 300 with AVX2, and of 64 to 140 f64 with AVX-512 and 33
+to 140 with AVX2 (softmax's and layernorm's sums, tools/compare_row_forms.py; shorter rows
+keep their scalar loops, plan), and on rows of 8192, 1024, 1001 and 1000
+(tests/test_backend_row_vector.py). This order is fixed by the shapes, never
 by the thread count.
 """
 from __future__ import annotations
@@ -114,7 +115,10 @@ def plan(group, mcx, carries_sum: bool = False) -> int | None:
     79 f32 with AVX-512: 8 lanes) or a smaller interleave count (96 to 127: 2, so that
     the loop runs twice), and where its loop runs once the optimiser regroups the sums
     of the straight-line code (layernorm's on rows of 64 and 65); from 2 * SUM_IC vectors
-    on, its loop is `lanes` wide and SUM_IC interleaved on every row length."""
+    on, its loop is `lanes` wide and SUM_IC interleaved on every row length. Rows of up
+    to 32 (f64 with AVX2: 2 * SUM_IC vectors are 32) keep them too: LLVM's full unroller
+    makes a sum's loop of 32 iterations straight-line code before the vectoriser sees it
+    (its size fits under the threshold), a sequential sum."""
     from .registry import takes_vectors
     if not ENABLED or not mcx.options.xla:
         return None
@@ -145,7 +149,8 @@ def plan(group, mcx, carries_sum: bool = False) -> int | None:
     if shape is None or shape.dims[minor_to_major(shape)[-1]] != rows:
         return None
     lanes = width(getattr(mcx, "features", None), mcx.module.triple, shape.dtype)
-    if lanes is None or shape.dims[minor_to_major(shape)[0]] < 2 * lanes * SUM_IC \
+    n = shape.dims[minor_to_major(shape)[0]]
+    if lanes is None or n < 2 * lanes * SUM_IC or n <= 32 \
             or carries_sum and lanes * itemsize(shape.dtype) < 64:
         return None
     return lanes
