@@ -42,7 +42,7 @@ def emit_row(kb, inst, ops, index, init, kept, minor):
     multi = [None] * shape0.rank
     for k, d in enumerate(kept):
         multi[d] = index.multi[k]
-    ext = Extremum(kb, init.type, greater, kb.lanes)
+    ext = Extremum(kb, init.type, greater, kb.lanes, shape0.dims[minor])
     row_vector.along_minor(kb, shape0, multi, minor, ops[0], ext, row_vector.SUM_IC)
     return ext.value(init, lambda: _exact_extremum(kb, inst, ops, init, [minor], multi, None, greater))
 
@@ -76,18 +76,18 @@ class Extremum:
     second, exact loop (llvm.maximum/minimum). The same bits either way, whatever order
     the elements come in."""
 
-    def __init__(self, kb, t, greater, lanes=None):
+    def __init__(self, kb, t, greater, lanes=None, n=None):
         self.kb, self.t, self.greater = kb, t, greater
         self.acc = Acc(kb, self._start(t))
-        # With `lanes` (hloc.backend.row_vector): width -> accumulators of vectors, one
-        # register's (wider vectors are folded into it first: fewer registers live in a
-        # loop that computes beside it) and an epilogue's (row_vector.along_row)
+        # With `lanes` (hloc.backend.row_vector), on rows of n: width -> accumulators of
+        # vectors, one register's (wider vectors are folded into it first: fewer
+        # registers live in a loop that computes beside it) and the epilogue's if the
+        # row has one (row_vector.along_row)
         self.lanes = lanes
         self.wide = {}
         if lanes is not None:
-            for w in (lanes, lanes // 2):
-                if w >= 2:
-                    self.wide[w] = Acc(kb, self._start(ir.VectorType(t, w)))
+            for w in row_vector.widths(lanes, n):
+                self.wide[w] = Acc(kb, self._start(ir.VectorType(t, w)))
 
     def _start(self, t):
         c = row_vector.const

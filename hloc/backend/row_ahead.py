@@ -72,7 +72,8 @@ class Ahead:
         self.row_dim = minor_to_major(self.x_shape)[-1]
         self.t = t = storage_type(m0.shape.dtype)
         self.slot = kb.alloca_entry(t, name=f"{m0.name}.ahead")
-        self.ext = Extremum(kb, t, self.greater, kb.lanes)   # before the row loop: no element yet
+        self.ext = Extremum(kb, t, self.greater, kb.lanes,   # before the row loop: no element yet
+                            self.x_shape.dims[minor_to_major(self.x_shape)[0]])
         self.next_row = None
 
     def begin_row(self, r, lo) -> None:

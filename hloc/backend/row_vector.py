@@ -25,12 +25,13 @@ code generation splits into IC registers operation by operation, as the vectoris
 interleaves), the start value in lane 0 of the first and -0.0 elsewhere, after the loop
 acc1+acc0, +acc2, +acc3, then llvm.vector.reduce.fadd (reassoc: code generation's
 halving shuffle tree); then LLVM's epilogue loop over the positions left, in vectors of
-the full or half width (_epilogue_width; one accumulator starting from the total in lane
-0, reduced the same way); then the positions left after it, one by one. The bits were
-checked equal to LLVM's on rows of 8192, 1024, 1001, 1000 and 80 f32 (softmax's and
-layernorm's sums, tests/test_backend_row_vector.py); where LLVM's cost model chooses
-otherwise for other lengths, the sums differ from its within xla-cpu numerics'
-reassociation, in a fixed order all the same. This order is fixed by the shapes, never
+the full width or a half, quarter ... of it (_epilogue_width; one accumulator starting
+from the total in lane 0, reduced the same way); then the positions left after it, one
+by one. The bits were checked equal to LLVM's (the scalar form's) on every row of 128 to
+420 f32 with AVX-512 and of 64 to 300 with AVX2, and of 64 to 140 f64 with AVX-512 and 33
+to 140 with AVX2 (softmax's and layernorm's sums, tools/compare_row_forms.py; shorter rows
+keep their scalar loops, plan), and on rows of 8192, 1024, 1001 and 1000
+(tests/test_backend_row_vector.py). This order is fixed by the shapes, never
 by the thread count.
 """
 from __future__ import annotations
@@ -109,7 +110,15 @@ def plan(group, mcx, carries_sum: bool = False) -> int | None:
     interleave count LLVM gives such a loop follows its register pressure: SUM_IC for
     softmax's exp loop with AVX-512's 32 vector registers, 2 with AVX2's 16 (4 for a loop
     that only sums); so only 64-byte vectors take such groups, and their sums keep the
-    scalar form's bits."""
+    scalar form's bits. Rows shorter than 2 * SUM_IC vectors keep their scalar loops:
+    there LLVM's cost of the known trip count may choose narrower vectors (rows of 72 to
+    79 f32 with AVX-512: 8 lanes) or a smaller interleave count (96 to 127: 2, so that
+    the loop runs twice), and where its loop runs once the optimiser regroups the sums
+    of the straight-line code (layernorm's on rows of 64 and 65); from 2 * SUM_IC vectors
+    on, its loop is `lanes` wide and SUM_IC interleaved on every row length. Rows of up
+    to 32 (f64 with AVX2: 2 * SUM_IC vectors are 32) keep them too: LLVM's full unroller
+    makes a sum's loop of 32 iterations straight-line code before the vectoriser sees it
+    (its size fits under the threshold), a sequential sum."""
     from .registry import takes_vectors
     if not ENABLED or not mcx.options.xla:
         return None
@@ -140,7 +149,8 @@ def plan(group, mcx, carries_sum: bool = False) -> int | None:
     if shape is None or shape.dims[minor_to_major(shape)[-1]] != rows:
         return None
     lanes = width(getattr(mcx, "features", None), mcx.module.triple, shape.dtype)
-    if lanes is None or shape.dims[minor_to_major(shape)[0]] < lanes * SUM_IC \
+    n = shape.dims[minor_to_major(shape)[0]]
+    if lanes is None or n < 2 * lanes * SUM_IC or n <= 32 \
             or carries_sum and lanes * itemsize(shape.dtype) < 64:
         return None
     return lanes
@@ -351,16 +361,26 @@ def along_minor(kb, shape, multi, minor: int, gen, total, ways: int) -> None:
 def _epilogue_width(lanes: int, ways: int, rest: int) -> int | None:
     """The width of LLVM's epilogue vector loop over the `rest` positions the main loop
     leaves (None: none, they are added one by one): with a main loop of at least
-    EPILOGUE_MIN_VF elements per iteration, the width (the main loop's or half of it, at
-    most `rest`) with the fewest vector plus scalar iterations, the wider on a tie (as
-    LLVM chose on rows of 80 and 1000 f32: 16 and 8 with AVX-512, 8 and 8 with AVX2)."""
+    EPILOGUE_MIN_VF elements per iteration, of the widths from 2 up to the main loop's
+    (powers of two, at most `rest`) the one with the fewest vector plus scalar
+    iterations, the narrower on a tie (LLVM's cost of a known trip count, its candidates
+    taken from the narrowest; as it chose on every row of 128 to 300 f32 with AVX-512,
+    tests/test_backend_row_vector.py)."""
     if lanes * ways < EPILOGUE_MIN_VF:
         return None
-    best = None
-    for w in (lanes, lanes // 2):
-        if 2 <= w <= rest and (best is None or rest // w + rest % w < rest // best + rest % best):
+    best, w = None, 2
+    while w <= min(lanes, rest):
+        if best is None or rest // w + rest % w < rest // best + rest % best:
             best = w
+        w *= 2
     return best
+
+
+def widths(lanes: int, n: int) -> tuple:
+    """The vector widths along_row takes on a row of `n` with a reduction (SUM_IC
+    registers an iteration): kb.lanes and the epilogue's, if any."""
+    epi = _epilogue_width(lanes, SUM_IC, n % (lanes * SUM_IC))
+    return (lanes,) if epi is None or epi == lanes else (lanes, epi)
 
 
 def _reduce(kb, acc, flags):
