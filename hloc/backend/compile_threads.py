@@ -42,7 +42,8 @@ compile_all compiles the parts in two phases, each with its options set while no
 under other options runs: everything in hloc that runs LLVM's optimiser or code
 generator holds OPTIONS_LOCK for the options it needs (compiles under the same options
 run at once), and with no compile running the options are DEFAULT_OPTIONS (set by
-hloc.backend.jit.host through OPTIONS_LOCK.initial, unless a compile's came first). `-unroll-allow-partial`, once given, overrides the target's own
+hloc.backend.jit.host through OPTIONS_LOCK.initial, unless a compile's came first).
+`-unroll-allow-partial`, once given, overrides the target's own
 choice for good, so it is given from the start, in every compile, and code never depends
 on whether a brief compile came before; `true` is LLVM's own choice where the CPU's
 scheduling model has a loop buffer (LoopMicroOpBufferSize, as in LLVM's models of recent

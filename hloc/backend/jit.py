@@ -86,9 +86,9 @@ BRIEF_LEVEL = 1
 # order (softmax 64x8192, 2 threads: 1.3-1.5 % slower), as do -misched=ilpmax/ilpmin,
 # -misched-prera-direction=topdown and -enable-misched=false (1 thread: 1.029, 1.015,
 # 1.001, 1.005; benchmarks/row_ab.py). The out-of-order core hides the order: the
-# loop looks bound by its count of vector operations (per 64 elements on this Zen 4,
-# 48 multiply-adds of the exp and divide, plus, if they issue on the same two pipes,
-# 12 vmaxps/vscalefps: ~60 of the ~67 cycles measured; an inference, not measured).
+# loop is bound by its multiply-adds (per 64 elements 48, of the exp and the divide, on
+# one pair of pipes; vaddps, vmaxps, vcvtdq2ps and vscalefps issue on the other pair on
+# this Zen 4: benchmarks/vector_ops.py).
 LEAN_ROWS = True
 ROW_SLP = False
 ROW_CODEGEN_LEVEL = 1

@@ -70,10 +70,11 @@ def exp_f32(kb, x, upper: bool = True):
     p = c(_POLY[-1])
     for k in reversed(_POLY[:-1]):
         p = fma(p, r, c(k))
-    if has_vscalef(kb.mcx) and _scalef_pieces(t):
+    vscalef = has_vscalef(kb.mcx)
+    if vscalef and _scalef_pieces(t):
         return _scalef(kb, p, n)
     zb = b.bitcast(z, it)
-    if has_vscalef(kb.mcx):
+    if vscalef:
         ni = b.sub(zb, ic(_SHIFT_BITS))                 # n as an integer
         isfx = f"v{t.count}i32" if isinstance(t, ir.VectorType) else "i32"
         return b.call(kb.mcx.intrinsic(f"llvm.ldexp.{sfx}.{isfx}", t, [t, it]), [p, ni])
