@@ -1,5 +1,5 @@
-"""The xla-cpu f32 exp (hloc.backend.vmath): within 1 ulp of exp in f64 over the whole
-input range, exact at 0, overflow to inf, underflow to 0 (FTZ), NaN kept — through both
+"""The xla-cpu f32 exp (hloc.backend.vmath): within 1.06 ulp of exp in f64 over the whole
+input range (the bound a sweep of every f32 input measured; vmath's docstring), exact at 0, overflow to inf, underflow to 0 (FTZ), NaN kept — through both
 ways of scaling by 2^n (AVX-512's ldexp, and exponent bits elsewhere)."""
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ def _inputs():
     rng = np.random.default_rng(1)
     dense = rng.uniform(-20, 20, n).astype(np.float32)
     special = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 88.72283, 88.7229,
-                        88.5, 89.5, -87.33654, -88.0, -103.9, -1e4, 1e4, 1e-30, -1e-30],
+                        88.5, 89.5, -87.33654, -88.0, -103.9, -1e4, 1e4, 1e-30, -1e-30,
+                        5.201181411743164, 5.202301025390625],     # the worst two: 1.059, 1.028 ulp
                        np.float32)
     return np.concatenate([pos, neg, dense, special])
 
@@ -41,7 +42,8 @@ def test_xla_cpu_exp_within_one_ulp(vscalef, monkeypatch, tmp_path):
     tiny = np.finfo(np.float32).tiny
     normal = np.isfinite(ref32) & (ref32 >= tiny)
     ulp = np.abs(y[normal] - ref[normal]) / np.spacing(ref32[normal]).astype(np.float64)
-    assert ulp.max() < 1.0, (ulp.max(), x[normal][ulp.argmax()])
+    assert ulp.max() < 1.06, (ulp.max(), x[normal][ulp.argmax()])
+    assert ulp.max() > 1.05     # the worst input is in the sample: the bound is exercised
     assert np.all(y[ref32 < tiny] == 0)                      # FTZ: flushed, never garbage
     assert np.all(np.isposinf(y[np.isinf(ref32) & ~np.isnan(x)]))
     assert np.isnan(y[np.isnan(x)]).all()

@@ -3,8 +3,12 @@ vector registers (no calls, no branches, no integer conversions it cannot widen)
 
 exp(x) = 2^n * exp(r) with n = round(x / ln 2) and r = x - n*ln2 (ln 2 in two parts, the
 first exact for every n in range), |r| <= ln2/2; exp(r) by a degree-6 polynomial fitted for
-relative error (2e-9 before rounding; measured max error 0.86 ulp against exp in f64 over
-the whole input range). n comes from adding 1.5*2^23 (round to nearest), so its integer
+relative error (2e-9 before rounding). Over every f32 input in [-104, 89] (2.24e9 of them,
+against exp in f64): 99.36 % correctly rounded, max 1.059 ulp (139 inputs above 1 ulp, all
+with |r| near ln2/2, where r's own rounding adds up to ~0.2 ulp; x = 5.201181411743164 is
+the worst). A 16-entry table method (2^(j/16) by vpermps, degree-3 polynomial) reaches
+0.57 ulp with 2 fewer multiply-adds but was slower here: on Zen 4 the permutes take the
+vector-pipe slots the multiply-adds free (softmax 64x8192 7 % slower, session 11). n comes from adding 1.5*2^23 (round to nearest), so its integer
 is the low bits of that float. XLA:CPU also replaces exp by its own vectorisable
 polynomial (budget 6 ulp, xla/codegen/intrinsic/accuracy).
 
