@@ -24,20 +24,22 @@ reassociated row sum in the same loop (softmax's sum(e)) may be vectorised with 
 interleave count once the loop does more (xla-cpu numerics leave the order of its
 additions to LLVM): softmax's exp loop keeps its 4 x 16 partial sums, and so its bits;
 every version of the loop (a row redone with true divisions) carries the same work, so a
-redone row adds up as the others.
+redone row adds up as the others. Only in xla-cpu numerics (in ieee the exp is a libm
+call per element: nothing to overlap), for a first member that is a float max/min reduce
+of a group input over all but its rows.
 
-Where the group's data outgrows the caches (PREFETCH_BYTES), the vector loop that carries
-the next row also prefetches (llvm.prefetch, read, into L2: prefetcht1) the lines
-PREFETCH bytes ahead of both streams that come from memory there: the next row's input
-and the output it stores. The hardware prefetchers alone left that loop waiting on
+Where the group's input is large (PREFETCH_BYTES), the vector loop that carries the next
+row also prefetches (llvm.prefetch, read, into L2: prefetcht1) the lines PREFETCH bytes
+ahead of both streams that come from memory there: the next row's input and the output
+it stores (e in its host's row, hloc.backend.row_hosts). The hardware prefetchers alone left that loop waiting on
 memory: softmax 512x8192 took 1.7-1.8 ms per call on one thread against 1.2-1.3 ms for
 the same rows in cache; with the prefetches 1.25-1.35. Measured here (Zen 4, row_ab.py,
 ABBA), not kept: either stream alone (slower), prefetcht0 or prefetchw (slower: the
 line into L1 too early; a read prefetch brings an unshared line exclusive, so the
 store needs no second request), row r+2 at the same column instead of a distance, and
-prefetches in groups that stay in cache (64x8192: 1-3 % slower). Only in xla-cpu numerics (in ieee the exp is a libm
-call per element: nothing to overlap), for a first member that is a float max/min reduce
-of a group input over all but its rows.
+prefetches in groups that stay in cache (64x8192: 1-3 % slower; 128x8192, 4 MiB: 17 %
+faster on one thread, 2 % slower on two; 256x8192 and up hosted and prefetched: table in
+row_hosts).
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ from .types import I8, I32, itemsize, storage_type
 ENABLED = True          # off: the first member in its own loop (for A/B measurements)
 FIRST_FAST = True       # off: a work group's first row on the exact loop (A/B)
 PREFETCH = 8192         # bytes ahead prefetched in the loop carrying the next row (None: off)
-PREFETCH_BYTES = 16 << 20   # ... where the group's input is at least this large
+PREFETCH_BYTES = 8 << 20    # ... where the group's input is at least this large
 
 
 def plan(group, options, absorbed=frozenset()) -> int | None:
