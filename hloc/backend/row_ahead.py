@@ -37,9 +37,9 @@ the same rows in cache; with the prefetches 1.25-1.35. Measured here (Zen 4, row
 ABBA), not kept: either stream alone (slower), prefetcht0 or prefetchw (slower: the
 line into L1 too early; a read prefetch brings an unshared line exclusive, so the
 store needs no second request), row r+2 at the same column instead of a distance, and
-prefetches in groups that stay in cache (64x8192: 1-3 % slower; 128x8192, 4 MiB: 17 %
-faster on one thread, 2 % slower on two; 256x8192 and up hosted and prefetched: table in
-row_hosts).
+prefetches in smaller groups (64x8192: 1-3 % slower; 128x8192, 4 MiB: 1-2 % faster on
+one thread, 1-5 % slower on two; 192x8192, 6 MiB: 7-9 % faster on one, 3-4 % on two;
+`benchmarks/row_ab.py row_ahead.PREFETCH_BYTES=... --softmax-rows 128,192`).
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ from .types import I8, I32, itemsize, storage_type
 ENABLED = True          # off: the first member in its own loop (for A/B measurements)
 FIRST_FAST = True       # off: a work group's first row on the exact loop (A/B)
 PREFETCH = 8192         # bytes ahead prefetched in the loop carrying the next row (None: off)
-PREFETCH_BYTES = 8 << 20    # ... where the group's input is at least this large
+PREFETCH_BYTES = 6 << 20    # ... where the group's input is at least this large
 
 
 def plan(group, options, absorbed=frozenset()) -> int | None:
