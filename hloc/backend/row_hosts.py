@@ -9,12 +9,13 @@ compute-heavy loop (exp) rather than in the short last one, where the stores' mi
 stalled it. The values stored and read are the same, so are the results.
 
 HOST_BYTES was the size of the L3 (16 MiB, input and output outgrowing its 32 MiB) until
-outputs in between were measured (ABBA, one executable hosting, one not, same bits):
-softmax 256x8192 (8 MiB) hosted takes 0.60x the time on one thread, 0.70x on two;
-384x8192 0.47x / 0.51x; 192x8192 0.86x / 0.90x; 128x8192 0.95x / 0.99x; 2048x1000 0.57x
-/ 0.67x; 1024x1024 0.99x. Smaller outputs gain 5-7 % on one thread at 8192 columns and
-nothing on two, but softmax 4096x100 (1.6 MiB, rows in scalar form) is 2.5 % slower:
-4 MiB keeps those as they were.
+outputs in between were measured (ABBA, same bits; the hosted executable also prefetching
+from 8 MiB on, row_ahead.PREFETCH): softmax 256x8192 (8 MiB) hosted takes 0.60x the time
+on one thread, 0.70x on two; 384x8192 0.47x / 0.51x; 192x8192 0.86x / 0.90x; 128x8192
+0.95x / 0.99x; 2048x1000 0.57x / 0.67x; 1024x1024 0.99x (`benchmarks/row_ab.py
+row_hosts.HOST_BYTES=16777216,row_ahead.PREFETCH_BYTES=16777216 --softmax-rows ...`).
+Smaller outputs gain 5-7 % on one thread at 8192 columns and nothing on two, but softmax
+4096x100 (1.6 MiB, rows in scalar form) is 2.5 % slower: 4 MiB keeps those as they were.
 
 A host whose row divide (hloc.backend.row_divide) must redo a row has overwritten the
 hosted row with quotients: the row goes back to the hosted member's loop (a pass flag
