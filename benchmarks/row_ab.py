@@ -1,7 +1,7 @@
 """A/B of hloc.backend settings on the softmax and layernorm row kernels, calls in ABBA rounds.
 
     python benchmarks/row_ab.py MODULE.NAME=VALUE[,...] [--threads N] [--rounds N] [--full]
-                                [--donate]
+                                [--donate] [--softmax-rows R[,R...]]
 
 Compiles run.py's softmax and layernorm modules twice in one process, A as the tree has
 them and B with the settings (modules under hloc.backend, e.g.
@@ -14,6 +14,8 @@ identical code by up to 20 % on one thread) the ABBA median of two identical
 executables was within 0.7 % here, where interleaved.py's blocks of one executable after
 the other differ by 5-10 % with their place in the round. `--donate` compiles both with
 the input donated (an input_output_alias of it to the output; the placement is printed).
+`--softmax-rows` adds softmax Rx8192 for each R (sizes between the cache and run.py's,
+where row_hosts.HOST_BYTES and row_ahead.PREFETCH_BYTES draw their lines).
 Not a test.
 """
 from __future__ import annotations
@@ -40,10 +42,12 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=300)
     ap.add_argument("--full", action="store_true", help="also run.py's sizes")
     ap.add_argument("--donate", action="store_true", help="the input donated to the output")
+    ap.add_argument("--softmax-rows", default="", help="also softmax Rx8192 for each R (comma list)")
     opts = ap.parse_args(argv)
     cases = [("softmax", _softmax, 64, 8192), ("layernorm", _layernorm, 512, 1024)]
     if opts.full:
         cases += [("softmax", _softmax, 512, 8192), ("layernorm", _layernorm, 4096, 1024)]
+    cases += [("softmax", _softmax, int(r), 8192) for r in opts.softmax_rows.split(",") if r]
     donate = (0,) if opts.donate else ()
     print(f"B: {opts.settings}; threads={opts.threads}; {opts.rounds} ABBA rounds; ms"
           + ("; input donated" if donate else ""))

@@ -325,6 +325,48 @@ def test_vector_row_divide_reduces_across_lanes_after_its_loop(rows, cols, monke
     #                                  against the interpreter's sequential sum holds)
 
 
+@needs_vectors
+@pytest.mark.parametrize("rows,cols", [(32, 8192), (150, 1009)])     # 1009: an epilogue of 16
+def test_large_softmax_prefetches_both_streams_in_its_main_loop(rows, cols, monkeypatch, tmp_path):
+    """Where the group's input is large (row_ahead.PREFETCH_BYTES), the loop that carries
+    the next row's max prefetches into L2 (read, locality 2) each line PREFETCH bytes
+    ahead of the next row's input and of the stored e, in its main loop only (SUM_IC
+    registers: 2 * 4 lines an iteration), none in the epilogue or the other loops; the
+    bits are those without the prefetches, on edge rows, hosted or not, 1 and 2 threads."""
+    from hloc.backend import row_ahead, row_hosts
+    if "+avx512f" not in jit.host()[2].split(","):
+        pytest.skip("softmax's vector form (a sum carried beside exp) needs 64-byte vectors")
+    big = _prepared(_softmax(512, 8192))
+    calls = lambda text: [ln for ln in text.splitlines() if "call void @\"llvm.prefetch.p0\"(" in ln]  # noqa: E731
+    assert len(calls(emit_llvm(big, numerics="xla-cpu", optimized=False))) == 8
+    module = _prepared(_softmax(rows, cols))
+    assert calls(emit_llvm(module, numerics="xla-cpu", optimized=False)) == []     # in cache: none
+    monkeypatch.setattr(row_ahead, "PREFETCH_BYTES", 0)
+    text = emit_llvm(module, numerics="xla-cpu", optimized=False)
+    with_pf = {k: calls(blk) for k, blk in _vector_loop_bodies(text).items() if calls(blk)}
+    assert len(with_pf) == 1 and calls(text) == list(with_pf.values())[0]
+    lines = list(with_pf.values())[0]
+    assert len(lines) == 2 * row_vector.SUM_IC * 16 * 4 // 64
+    assert all(ln.rstrip().endswith("i32 0, i32 2, i32 1)") for ln in lines)
+    for k in range(0, row_vector.SUM_IC * 64, 64):          # each line's distance, both streams
+        assert text.count(f"i64 {row_ahead.PREFETCH + k}") >= 2
+    x = _edge_rows(rows, cols)
+    for host in (1 << 60, 0):
+        monkeypatch.setattr(row_hosts, "HOST_BYTES", host)
+        outs = []
+        for ahead in (row_ahead.PREFETCH, None):
+            monkeypatch.setattr(row_ahead, "PREFETCH", ahead)
+            assert bool(calls(emit_llvm(module, numerics="xla-cpu", optimized=False))) == (ahead is not None)
+            exe = compile_module(module, threads=2, cache_dir=tmp_path / f"{host}{ahead}")
+            outs += [exe.run([x]).tobytes()]
+            exe.set_threads(1)
+            outs += [exe.run([x]).tobytes()]
+        assert len(set(outs)) == 1
+    got = np.frombuffer(outs[0], np.float32).reshape(x.shape)
+    r = near(run_module(module, [x]).value, got, ErrorSpec(abs=1e-30, rel=1e-5))
+    assert r.ok, r.message
+
+
 _AVX2_CHILD = """
 import sys
 import numpy as np

@@ -27,16 +27,33 @@ every version of the loop (a row redone with true divisions) carries the same wo
 redone row adds up as the others. Only in xla-cpu numerics (in ieee the exp is a libm
 call per element: nothing to overlap), for a first member that is a float max/min reduce
 of a group input over all but its rows.
+
+Where the group's input is large (PREFETCH_BYTES), the vector loop that carries the next
+row also prefetches (llvm.prefetch, read, into L2: prefetcht1) the lines PREFETCH bytes
+ahead of both streams that come from memory there: the next row's input and the output
+it stores (e in its host's row, hloc.backend.row_hosts). The hardware prefetchers alone left that loop waiting on
+memory: softmax 512x8192 took 1.7-1.8 ms per call on one thread against 1.2-1.3 ms for
+the same rows in cache; with the prefetches 1.25-1.35. Measured here (Zen 4, row_ab.py,
+ABBA), not kept: either stream alone (slower), prefetcht0 or prefetchw (slower: the
+line into L1 too early; a read prefetch brings an unshared line exclusive, so the
+store needs no second request), row r+2 at the same column instead of a distance, and
+prefetches in smaller groups (64x8192: 1-3 % slower; 128x8192, 4 MiB: 1-2 % faster on
+one thread, 1-5 % slower on two; 192x8192, 6 MiB: 7-9 % faster on one, 3-4 % on two;
+`benchmarks/row_ab.py row_ahead.PREFETCH_BYTES=... --softmax-rows 128,192`).
 """
 from __future__ import annotations
 
+from llvmlite import ir
+
 from . import row_vector
-from .loops import Index, i64, minor_to_major
+from .loops import Index, i64, linear_of, minor_to_major
 from .extremum import Extremum, exact_extremum, extremum_reduce
-from .types import storage_type
+from .types import I8, I32, itemsize, storage_type
 
 ENABLED = True          # off: the first member in its own loop (for A/B measurements)
 FIRST_FAST = True       # off: a work group's first row on the exact loop (A/B)
+PREFETCH = 8192         # bytes ahead prefetched in the loop carrying the next row (None: off)
+PREFETCH_BYTES = 6 << 20    # ... where the group's input is at least this large
 
 
 def plan(group, options, absorbed=frozenset()) -> int | None:
@@ -64,7 +81,7 @@ class Ahead:
     """The carried value and next row's accumulators of reduce `m0` in kernel builder `kb`
     (`x_read`, `init_read`: generators of its two operands)."""
 
-    def __init__(self, kb, m0, x_read, init_read):
+    def __init__(self, kb, m0, x_read, init_read, x_ptr=None):
         self.kb, self.m0 = kb, m0
         self.x_read, self.init_read = x_read, init_read
         self.greater, _ = extremum_reduce(m0)
@@ -75,6 +92,8 @@ class Ahead:
         self.ext = Extremum(kb, t, self.greater, kb.lanes,   # before the row loop: no element yet
                             self.x_shape.dims[minor_to_major(self.x_shape)[0]])
         self.next_row = None
+        big = self.x_shape.size * itemsize(self.x_shape.dtype) >= PREFETCH_BYTES
+        self.x_ptr = x_ptr if PREFETCH and kb.lanes is not None and big else None
 
     def begin_row(self, r, lo) -> None:
         """At the start of row r of a work group starting at lo: the row's reduction from
@@ -117,9 +136,27 @@ class Ahead:
         """After that loop: the next row's accumulators settled (Extremum.settle)."""
         self.ext.settle()
 
-    def add(self, index) -> None:
+    def add(self, index, stored=None) -> None:
         """In that loop, at `index` (its member's position; a vector of them in a vector
-        row group): the next row's element(s)."""
+        row group): the next row's element(s). `stored`: where the loop's vector at index
+        was stored (the member's output), prefetched ahead with the next row's input in
+        the main vector loop of a large group (module docstring)."""
         multi = list(index.multi)
         multi[self.row_dim] = self.next_row
+        if self.x_ptr is not None and stored is not None and index.lanes == self.kb.lanes * row_vector.SUM_IC:
+            x_at = self.kb.b.gep(self.x_ptr, [linear_of(self.kb.b, self.x_shape, multi)],
+                                 source_etype=self.t, inbounds=True)
+            for p in (x_at, stored):
+                _prefetch_ahead(self.kb, p, index.lanes * itemsize(self.x_shape.dtype))
         self.ext.add(self.x_read(Index(self.kb.b, self.x_shape, multi=multi, lanes=index.lanes)))
+
+
+def _prefetch_ahead(kb, p, size: int) -> None:
+    """llvm.prefetch (read, locality 2: prefetcht1, into L2) of each 64-byte line of the
+    `size` bytes PREFETCH bytes after `p`. The addresses may lie past the buffer's end (at
+    the last rows): a prefetch never faults, and no gep here is `inbounds`."""
+    b = kb.b
+    fn = kb.mcx.intrinsic("llvm.prefetch.p0", ir.VoidType(), [p.type, I32, I32, I32])
+    for k in range(0, size, 64):
+        at = b.gep(p, [i64(PREFETCH + k)], source_etype=I8)
+        b.call(fn, [at, ir.Constant(I32, 0), ir.Constant(I32, 2), ir.Constant(I32, 1)])

@@ -450,4 +450,4 @@ def _ahead(kb, group, ptr_of, leaves, absorbed):
         return None, None
     m0 = group.members[0]
     x, init = (reader(lambda: kb, o.shape, (lambda p=ptr_of[id(leaves(o)[0])]: p)) for o in m0.operands)
-    return row_ahead.Ahead(kb, m0, x, init), k
+    return row_ahead.Ahead(kb, m0, x, init, ptr_of[id(leaves(m0.operands[0])[0])]), k

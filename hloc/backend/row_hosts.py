@@ -1,13 +1,21 @@
 """Hosted rows in row groups (hloc.backend.row_groups): a member's row kept in a later
 member's output row instead of on the stack.
 
-Where the output is larger than the caches keep between calls (HOST_BYTES), an internal
-member read only element for element by a later member of the same shape and layout that
-writes memory (softmax's e, read by e / sum(e)) is stored into that member's output row
-(the "host"); the host then updates its row in place. The output's lines are then first
-written, and so fetched from memory, in the compute-heavy loop (exp) rather than in the
-short last one, where the stores' misses stalled it. The values stored and read are the
-same, so are the results.
+Where the output is at least HOST_BYTES, an internal member read only element for element
+by a later member of the same shape and layout that writes memory (softmax's e, read by
+e / sum(e)) is stored into that member's output row (the "host"); the host then updates
+its row in place. The output's lines are then first written, and so fetched, in the
+compute-heavy loop (exp) rather than in the short last one, where the stores' misses
+stalled it. The values stored and read are the same, so are the results.
+
+HOST_BYTES was the size of the L3 (16 MiB, input and output outgrowing its 32 MiB) until
+outputs in between were measured (ABBA, same bits; the hosted executable also prefetching
+from 8 MiB on, row_ahead.PREFETCH): softmax 256x8192 (8 MiB) hosted takes 0.60x the time
+on one thread, 0.70x on two; 384x8192 0.47x / 0.51x; 192x8192 0.86x / 0.90x; 128x8192
+0.95x / 0.99x; 2048x1000 0.57x / 0.67x; 1024x1024 0.99x (`benchmarks/row_ab.py
+row_hosts.HOST_BYTES=16777216,row_ahead.PREFETCH_BYTES=16777216 --softmax-rows ...`).
+Smaller outputs gain 5-7 % on one thread at 8192 columns and nothing on two, but softmax
+4096x100 (1.6 MiB, rows in scalar form) is 2.5 % slower: 4 MiB keeps those as they were.
 
 A host whose row divide (hloc.backend.row_divide) must redo a row has overwritten the
 hosted row with quotients: the row goes back to the hosted member's loop (a pass flag
@@ -21,7 +29,7 @@ from llvmlite import ir
 from .loops import minor_to_major
 from .types import I1, itemsize
 
-HOST_BYTES = 16 << 20       # an output this large (and its inputs) outgrows a 32 MiB L3
+HOST_BYTES = 4 << 20        # an output this large hosts (module docstring: measured)
 
 
 def plan(members: list, internal: set) -> dict:

@@ -418,10 +418,11 @@ def reduce_takes_vectors(inst) -> bool:
 def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=None) -> None:
     """Row r of 2-D `shape` (rows major): gen over vectors of kb.lanes positions, stored
     into the buffer (row r of it) or the row scratch (`target`: (pointer, in scratch)),
-    each value added to the RowSum `total` and each position passed to `beside(index)`;
-    the positions after the last whole vector by `scalar_loop(lo)`, one by one. With a
-    sum or `beside`, SUM_IC registers of vectors an iteration (the vectoriser's
-    interleaving of such loops, whose partial sums are the bits). A loop with row
+    each value added to the RowSum `total` and each position passed to `beside(index, p)`
+    (p: where the vector at index was stored); the positions after the last whole vector
+    by `scalar_loop(lo)`, one by one. With a sum or `beside`, SUM_IC registers of vectors
+    an iteration (the vectoriser's interleaving of such loops, whose partial sums are the
+    bits). A loop with row
     divides (kb.row_divide: softmax's e / sum(e), element by element, no order in its
     bits) takes DIVIDE_WAYS registers an iteration, then the whole registers left one
     an iteration, and runs from the row's end down (DIVIDE_BACKWARD): it reads the row
@@ -451,7 +452,7 @@ def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=No
         if total is not None:
             total.add(v)
         if beside is not None:
-            beside(index)
+            beside(index, p)
     backward = False
     if total is not None or beside is not None:
         ways = SUM_IC

@@ -26,7 +26,7 @@ MODULE = (
              "BRIEF_LEVEL", "LEAN_ROWS", "ROW_SLP", "ROW_CODEGEN_LEVEL", "ROW_BRIEF_OPTIONS")),
     ("kernels", ("INLINE_WORK", "KERNEL_ARRAY_BYTES", "CALLER_ARRAY_BYTES")),
     ("parallel", ("MAX_THREADS", "MIN_WORK", "CHUNK", "MAX_GROUPS")),
-    ("row_ahead", ("ENABLED", "FIRST_FAST")),
+    ("row_ahead", ("ENABLED", "FIRST_FAST", "PREFETCH", "PREFETCH_BYTES")),
     ("row_divide", ("D_LO", "D_HI", "A_MIN_BITS", "SUM_BOUND")),
     ("row_groups", ("ROW_BYTES", "SCRATCH_BYTES", "MIN_BYTES", "FAST_DIVIDE",
                     "PARALLEL_ACCESSES", "COLD_SCALAR")),
