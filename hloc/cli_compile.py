@@ -44,7 +44,7 @@ def compile_command(module, output, header, name, triple, cpu, features, threads
     from .aot import compile_library
     from .cli_backend import default_cache_dir, prepare_for_cpu
     from .cli_common import load_modules
-    _, modules = load_modules(module, command="compile")
+    _, modules = load_modules(module, command="compile", can_pick=False)
     m = modules[0]
     prepare_for_cpu(m, hlo_opt)
     lib = compile_library(m, output, header=header, name=name, triple=triple, cpu=cpu,
