@@ -260,6 +260,9 @@ def bind_arguments(module, inputs, *, convert: bool = False, positional: bool = 
     inputs = [i if isinstance(i, InputArray) else InputArray(i, f"value {n}")
               for n, i in enumerate(inputs)]
     params = entry_parameters(module)
+    if not params and inputs and all(i.name is not None and _OUT_KEY.match(i.name)
+                                     for i in inputs):
+        inputs = []     # an npz of out0.. only (in0.. beside out0.., with no inputs)
     if inputs and all(i.name is not None for i in inputs) and not positional:
         inputs = match_names(params, inputs, inputs[0].source or "the inputs")
     shapes = [p.shape for p in params]

@@ -120,6 +120,19 @@ def test_npz_with_outputs_and_dtypes_entry(tmp):
     assert raw["out1"].dtype == np.uint16 and "bfloat16" in str(raw["hloc:dtypes"])
 
 
+def test_npz_of_outputs_only_gives_a_parameterless_module_no_inputs(tmp):
+    """The corpora's convention (in0.. beside out0..) with no inputs at all: a module
+    without parameters runs with `--inputs F.npz --expected F.npz` as one with inputs
+    does; out* keys are still refused when the module has parameters."""
+    mod = write(tmp, "c.hlo", "HloModule c\n\nENTRY e {\n  ROOT c = s32[2] constant({1, 2})\n}\n")
+    save_npz(tmp / "io.npz", {"out0": np.array([1, 2], np.int32)})
+    r = invoke("run", mod, "--inputs", tmp / "io.npz", "--expected", tmp / "io.npz")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("s32[2] {1, 2}\n")
+    r = invoke("run", write(tmp, "add.hlo", ADD), "--inputs", tmp / "io.npz")
+    assert r.exit_code == 2 and "key 'out0' names no parameter" in r.stderr
+
+
 def test_several_npy_files(tmp):
     mod = write(tmp, "add.hlo", ADD)
     np.save(tmp / "a.npy", X)
