@@ -19,10 +19,29 @@ def _translate(command: click.Command, args: list[str]) -> list[str]:
 
 
 class ReplayCommand(click.Command):
-    """Accepts run_hlo_module's underscore spellings (hloc.xla_flags)."""
+    """Accepts run_hlo_module's underscore spellings (hloc.xla_flags), and
+    `--inputs a.npy b.npy`, as `hloc run` does: the .npy/.npz words right after --inputs
+    are all arguments (never modules, which FILES would otherwise take them for)."""
 
     def parse_args(self, ctx, args):
-        return super().parse_args(ctx, _translate(self, args))
+        args = _translate(self, args)
+        out, i = [], 0
+        while i < len(args):
+            a = args[i]
+            out.append(a)
+            i += 1
+            if a == "--":
+                out.extend(args[i:])
+                break
+            if a == "--inputs" and i < len(args):
+                out.append(args[i])
+                i += 1
+            if a == "--inputs" or a.startswith("--inputs="):
+                while i < len(args) and args[i].endswith((".npy", ".npz")) \
+                        and not args[i].startswith("-"):
+                    out.extend(["--inputs", args[i]])
+                    i += 1
+        return super().parse_args(ctx, out)
 
 
 def backend_for_platform(value: str | None, flag: str) -> str | None:
