@@ -16,6 +16,7 @@ for a wrong count, dtype or shape.
 from __future__ import annotations
 
 import json
+import os
 import re
 import zipfile
 from dataclasses import dataclass
@@ -65,6 +66,9 @@ def _decode(arr: np.ndarray, dtype_name: str | None, label: str) -> np.ndarray:
 
 def load_npz(path) -> dict[str, np.ndarray]:
     """The arrays of an .npz in stored order, non-native dtypes decoded (no `dtypes` key)."""
+    if os.path.isfile(path) and not _is_npz(path):
+        with open(path, "rb") as f:
+            raise InputError(f"{path}: not a .npz file ({_what(f.read(6))})")
     try:
         with np.load(path, allow_pickle=False) as d:
             files = list(d.files)
@@ -123,11 +127,31 @@ def load_outputs(path) -> list[np.ndarray]:
 
 def _load_npy(path) -> np.ndarray:
     try:
-        return np.load(path, allow_pickle=False)
+        with open(path, "rb") as f:
+            magic = f.read(6)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror or e}") from None
+    if magic != b"\x93NUMPY":
+        raise InputError(f"{path}: not a .npy or .npz file ({_what(magic)})")
+    try:
+        return np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as e:
         raise InputError(f"{path}: cannot read as .npy: {e}") from None
+
+
+def _what(magic: bytes) -> str:
+    """What a file that is not the .npy/.npz expected looks like, from its first bytes
+    (np.load would say 'pickled (object) data ... load it unsafely' of most such files,
+    or raise BadZipFile for a damaged archive)."""
+    if not magic:
+        return "empty"
+    if magic.startswith(b"PK"):
+        return "a zip archive that cannot be read: truncated?"
+    if magic.startswith(b"\x93NUMPY"):
+        return "a .npy array"
+    return "no NumPy header"
 
 
 def _is_npz(path) -> bool:

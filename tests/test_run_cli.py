@@ -194,6 +194,30 @@ def test_missing_input_file(tmp):
     assert r.exit_code == 2 and "nope.npz" in r.stderr
 
 
+@pytest.mark.parametrize("name,data", [
+    ("text.npy", b"1 2 3\n"),
+    ("garbage.npz", b"not an archive"),
+    ("truncated.npz", b"PK\x03\x04" + bytes(100)),
+    ("empty.npy", b""),
+])
+def test_unreadable_input_file_is_one_clear_line(tmp, name, data):
+    """Neither NumPy's advice to unpickle (the file is untrusted input) nor an internal
+    error for a damaged archive: what the file is not, exit 2."""
+    mod = write(tmp, "add.hlo", ADD)
+    (tmp / name).write_bytes(data)
+    r = invoke("run", mod, "--inputs", tmp / name)
+    assert r.exit_code == 2, r.stderr
+    assert "pickle" not in r.stderr and "internal error" not in r.stderr
+    assert r.stderr.count("\n") == 1 and name in r.stderr
+    assert "not a .npy or .npz file" in r.stderr
+    np.save(tmp / "x.npy", X)
+    np.save(tmp / "y.npy", Y)
+    r = invoke("run", mod, "--inputs", tmp / "x.npy", tmp / "y.npy", "--expected", tmp / name)
+    assert r.exit_code == 2, r.stderr
+    assert "pickle" not in r.stderr and "internal error" not in r.stderr
+    assert f"{name}: not a .npz file" in r.stderr
+
+
 def test_json_output(tmp):
     mod = write(tmp, "mixed.hlo", MIXED)
     r = invoke("run", mod, "--json", "--iterations", "2")
