@@ -302,6 +302,22 @@ def test_unsupported_op_exit_3(tmp):
     assert first.startswith(f"{mod}:5:") and "hloc_test_no_such_target" in first
 
 
+def test_unsupported_names_the_instruction_as_written(tmp):
+    """The error points at the user's line; when the HLO passes renamed the instruction
+    (call-inliner: custom-call.24 -> custom-call.1), it names it as written there too."""
+    text = UNSUPPORTED.replace("ENTRY e {", "callee.7 {\n  p.8 = f32[2] parameter(0)\n  ROOT "
+                               "custom-call.24 = f32[2] custom-call(p.8), custom_call_target="
+                               "\"hloc_test_no_such_target\"\n}\n\nENTRY e {").replace(
+        "ROOT c = f32[2] custom-call(a), custom_call_target=\"hloc_test_no_such_target\"",
+        "n = f32[2] negate(a)\n  k = f32[2] call(n), to_apply=callee.7\n  ROOT s = f32[2] add(k, n)")
+    mod = write(tmp, "u.hlo", text)
+    r = invoke("run", mod)
+    assert r.exit_code == 3, r.stderr
+    first = r.stderr.splitlines()[0]
+    assert first.startswith(f"{mod}:5:") and "(instruction %custom-call.24, " in first, first
+    assert "after the HLO passes" in first
+
+
 def test_parse_error_exit_2(tmp):
     mod = write(tmp, "bad.hlo", "HloModule m\nENTRY e {\n  ROOT x = f32[] bogus-op()\n}\n")
     r = invoke("run", mod)
