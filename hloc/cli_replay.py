@@ -222,7 +222,7 @@ def _load(path, progress, input_format, command="replay"):
     path = resolve(path, command)
     with progress.phase("parse", os.path.basename(path)):
         try:
-            module, arguments = load_for_replay(path, input_format)
+            module, arguments = load_for_replay(path, input_format, command)
         except IsADirectoryError:
             raise InputError(f"{path}: is a directory") from None
         except OSError as e:

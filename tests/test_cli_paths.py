@@ -68,3 +68,16 @@ def test_unwritable_header_is_an_input_error(tmp_path):
     header = tmp_path / "no_such_dir" / "x.h"
     r = run(["compile", AXPY, "-o", tmp_path / "x.o", "--header", header])
     _input_error(r, str(header), "cannot write")
+
+
+@pytest.mark.parametrize("command", [["compile", "-o", "x.o"], ["emit-llvm"], ["graph"],
+                                     ["run"], ["bisect"], ["reduce", "--fails-with", "add"]])
+def test_a_file_of_several_modules_is_refused_naming_the_command(tmp_path, command):
+    """Never the first module silently (compile did that), and the message names the
+    command that was run (bisect and reduce said `replay`)."""
+    two = tmp_path / "two.hlo"
+    two.write_text(AXPY.read_text() + "---\n" + AXPY.read_text())
+    args = [a if a != "x.o" else tmp_path / "x.o" for a in command]
+    r = run([*args, two])
+    _input_error(r, "holds 2 modules", f"hloc {command[0]}")
+    assert not (tmp_path / "x.o").exists()
