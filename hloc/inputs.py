@@ -118,6 +118,9 @@ def load_outputs(path) -> list[np.ndarray]:
     order, with their real dtypes (ml_dtypes for bfloat16, float8_*, int4 ...)."""
     arrays = load_npz(path)
     numbered = {int(m.group(1)): k for k in arrays if (m := _OUT_KEY.match(k))}
+    if arrays and not numbered:     # (no arrays at all: the outputs of an empty tuple)
+        raise InputError(f"{path}: holds no out0, out1, ... arrays (it has "
+                         f"{', '.join(arrays)})")
     if sorted(numbered) != list(range(len(numbered))):
         missing = next(i for i in range(len(numbered) + 1) if i not in numbered)
         raise InputError(f"{path}: has {', '.join(sorted(numbered.values()))} but no "

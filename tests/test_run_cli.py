@@ -218,6 +218,17 @@ def test_unreadable_input_file_is_one_clear_line(tmp, name, data):
     assert f"{name}: not a .npz file" in r.stderr
 
 
+def test_expected_file_without_outputs_is_an_input_error(tmp):
+    """An --expected .npz holding no out0, out1, ... (e.g. an inputs file given by
+    mistake) says so and lists what it holds, instead of 'want tuple element count: 0
+    ... out0..out-1' and exit 1."""
+    mod = write(tmp, "add.hlo", ADD)
+    np.savez(tmp / "in.npz", in0=X, in1=Y)
+    r = invoke("run", mod, "--inputs", tmp / "in.npz", "--expected", tmp / "in.npz")
+    assert r.exit_code == 2, r.stderr
+    assert "out-1" not in r.stderr and "no out0" in r.stderr and "in0, in1" in r.stderr
+
+
 def test_json_output(tmp):
     mod = write(tmp, "mixed.hlo", MIXED)
     r = invoke("run", mod, "--json", "--iterations", "2")
