@@ -219,6 +219,15 @@ def _load(path, progress, input_format, command="replay"):
     from .proto.reader import proto_format
     from .replay_batch import load_for_replay
     from .verifier import verify
+    if path == "-":                     # stdin: HLO text, as every other command reads it
+        from .cli_common import load_modules
+        _, modules = load_modules(path, command=command, progress=progress)
+        if len(modules) != 1:
+            raise InputError(f"<stdin>: holds {len(modules)} modules; `hloc {command}` takes "
+                             f"one per file")
+        with progress.phase("verify"):
+            verify(modules[0])
+        return modules[0], None
     path = resolve(path, command)
     with progress.phase("parse", os.path.basename(path)):
         try:

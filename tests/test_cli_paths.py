@@ -81,3 +81,17 @@ def test_a_file_of_several_modules_is_refused_naming_the_command(tmp_path, comma
     r = run([*args, two])
     _input_error(r, "holds 2 modules", f"hloc {command[0]}")
     assert not (tmp_path / "x.o").exists()
+
+
+@pytest.mark.parametrize("command", [["replay", "--platform=interpreter"],
+                                     ["bisect", "--platform=interpreter"],
+                                     ["reduce", "--platform=interpreter", "--fails-with", "x"]])
+def test_stdin_module_for_replay_bisect_reduce(command):
+    """`-` reads the module from stdin, as run/check/fmt/opt/emit-llvm/compile/graph do
+    (it was '-: No such file or directory')."""
+    r = run([*command, "-"], input=AXPY.read_text())
+    assert "No such file" not in r.output, r.output
+    if command[0] == "reduce":      # the predicate does not hold: exit 2, said so
+        assert r.exit_code == 2 and "does not hold" in r.output, r.output
+    else:
+        assert r.exit_code == 0, r.output
