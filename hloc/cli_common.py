@@ -54,11 +54,11 @@ def cli_progress() -> Progress:
     return Progress(stream, enabled=True, color="NO_COLOR" not in os.environ)
 
 
-def resolve(path: str, command: str, pick: str | None = None) -> str:
+def resolve(path: str, command: str, pick: str | None = None, can_pick: bool = True) -> str:
     """`path`, or the HLO file chosen in it when it is a directory (announced)."""
     if path != "-" and os.path.isdir(path):
         from .dumpdir import choose
-        chosen = choose(path, pick, command)
+        chosen = choose(path, pick, command, can_pick)
         click.echo(f"hloc {command}: taking {chosen}", err=True)
         return chosen
     if pick is not None:
@@ -66,11 +66,13 @@ def resolve(path: str, command: str, pick: str | None = None) -> str:
     return path
 
 
-def load_modules(path: str, *, command: str, pick: str | None = None, progress=NULL):
-    """(the file read, its modules); errors as HlocError with exit code 2."""
+def load_modules(path: str, *, command: str, pick: str | None = None, progress=NULL,
+                 can_pick: bool = True):
+    """(the file read, its modules); errors as HlocError with exit code 2. `can_pick`:
+    whether `command` has --pick (a directory's error suggests it)."""
     from .syntax import parse_modules, read_text
     from .proto.reader import proto_format
-    path = resolve(path, command, pick)
+    path = resolve(path, command, pick, can_pick)
     with progress.phase("parse", "" if path == "-" else os.path.basename(path)):
         if path == "-":
             return path, parse_modules(sys.stdin.read(), "<stdin>")

@@ -44,7 +44,10 @@ def compile_command(module, output, header, name, triple, cpu, features, threads
     from .aot import compile_library
     from .cli_backend import default_cache_dir, prepare_for_cpu
     from .cli_common import load_modules
-    _, modules = load_modules(module, command="compile")
+    from .diagnostics import InputError
+    _, modules = load_modules(module, command="compile", can_pick=False)
+    if len(modules) != 1:
+        raise InputError(f"{module}: holds {len(modules)} modules; `hloc compile` takes one")
     m = modules[0]
     prepare_for_cpu(m, hlo_opt)
     lib = compile_library(m, output, header=header, name=name, triple=triple, cpu=cpu,

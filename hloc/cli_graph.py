@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from .diagnostics import HlocError, InputError
+from .diagnostics import InputError
 
 _FORMATS = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".html": "html",
             ".htm": "html"}
@@ -39,7 +39,7 @@ def graph(module, output, computation, around, radius, fusions, after_opt, max_n
           layout):
     """Draw MODULE (HLO text) coloured as XLA's hlo_graph_dumper draws it."""
     from . import graph as g
-    from .syntax import parse_modules, read_text
+    from .cli_common import load_modules
 
     fmt = "dot"
     if output:
@@ -49,11 +49,7 @@ def graph(module, output, computation, around, radius, fusions, after_opt, max_n
                                      param_hint="-o")
     if computation and around:
         raise click.UsageError("--computation and --around cannot be used together")
-    try:
-        text = sys.stdin.read() if module == "-" else read_text(module)
-    except OSError as e:
-        raise InputError(f"{module}: {e.strerror}") from None
-    modules = parse_modules(text, "<stdin>" if module == "-" else module)
+    _, modules = load_modules(module, command="graph", can_pick=False)
     if len(modules) != 1:
         raise InputError(f"{module}: holds {len(modules)} modules; `hloc graph` draws one")
     m = modules[0]
@@ -81,4 +77,4 @@ def graph(module, output, computation, around, radius, fusions, after_opt, max_n
         with open(output, "wb") as f:
             f.write(data)
     except OSError as e:
-        raise HlocError(f"{output}: {e.strerror}") from None
+        raise InputError(f"{output}: cannot write: {e.strerror or e}") from None

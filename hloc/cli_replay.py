@@ -19,10 +19,29 @@ def _translate(command: click.Command, args: list[str]) -> list[str]:
 
 
 class ReplayCommand(click.Command):
-    """Accepts run_hlo_module's underscore spellings (hloc.xla_flags)."""
+    """Accepts run_hlo_module's underscore spellings (hloc.xla_flags), and
+    `--inputs a.npy b.npy`, as `hloc run` does: the .npy/.npz words right after --inputs
+    are all arguments (never modules, which FILES would otherwise take them for)."""
 
     def parse_args(self, ctx, args):
-        return super().parse_args(ctx, _translate(self, args))
+        args = _translate(self, args)
+        out, i = [], 0
+        while i < len(args):
+            a = args[i]
+            out.append(a)
+            i += 1
+            if a == "--":
+                out.extend(args[i:])
+                break
+            if a == "--inputs" and i < len(args):
+                out.append(args[i])
+                i += 1
+            if a == "--inputs" or a.startswith("--inputs="):
+                while i < len(args) and args[i].endswith((".npy", ".npz")) \
+                        and not args[i].startswith("-"):
+                    out.extend(["--inputs", args[i]])
+                    i += 1
+        return super().parse_args(ctx, out)
 
 
 def backend_for_platform(value: str | None, flag: str) -> str | None:
@@ -200,10 +219,19 @@ def _load(path, progress, input_format, command="replay"):
     from .proto.reader import proto_format
     from .replay_batch import load_for_replay
     from .verifier import verify
+    if path == "-":                     # stdin: HLO text, as every other command reads it
+        from .cli_common import load_modules
+        _, modules = load_modules(path, command=command, progress=progress)
+        if len(modules) != 1:
+            raise InputError(f"<stdin>: holds {len(modules)} modules; `hloc {command}` takes "
+                             f"one per file")
+        with progress.phase("verify"):
+            verify(modules[0])
+        return modules[0], None
     path = resolve(path, command)
     with progress.phase("parse", os.path.basename(path)):
         try:
-            module, arguments = load_for_replay(path, input_format)
+            module, arguments = load_for_replay(path, input_format, command)
         except IsADirectoryError:
             raise InputError(f"{path}: is a directory") from None
         except OSError as e:

@@ -200,7 +200,12 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
             return run_mpi(m, comm, n, inputs, literals, positional, seed,
                             use_large_float_range, output, as_json, print_values, print_all,
                             expected, abs_error_bound, rel_error_bound, backend=backend)
-        if inputs or literals:
+        recorded = None if inputs or literals or n > 1 else _snapshot_arguments(path)
+        if recorded is not None:
+            click.echo("hloc run: the HloSnapshot's recorded arguments (--inputs to run on "
+                       "others)", err=True)
+            args = bind_arguments(m, recorded)
+        elif inputs or literals:
             read = read_inputs(inputs, literals)
             if positional and any(i.name is not None for i in read):
                 pairs = ", ".join(f"{p.name} <- {i.name if i.name is not None else i.label}"
@@ -266,3 +271,11 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
         if not ok:
             raise SystemExit(1)
 
+
+def _snapshot_arguments(path: str):
+    """The arguments an HloSnapshot (.pb / .pbtxt) recorded, else None; run_hlo_module
+    runs a snapshot on them, as `hloc replay` does."""
+    from .proto.reader import proto_format, read_proto
+    if path == "-" or not proto_format(path):
+        return None
+    return read_proto(path).arguments

@@ -123,8 +123,9 @@ def scan(directory: str) -> list[Entry]:
     return out
 
 
-def choose(directory: str, pick: str | None, command: str) -> str:
-    """The HLO file of `directory` that `command` should take, or DirectoryError."""
+def choose(directory: str, pick: str | None, command: str, can_pick: bool = True) -> str:
+    """The HLO file of `directory` that `command` should take, or DirectoryError
+    (`can_pick`: whether `command` has a --pick option to suggest)."""
     candidates = [e.path for e in scan(directory) if e.is_hlo]
     if not candidates:
         raise DirectoryError(f"{directory}: a directory with no HLO text files "
@@ -139,10 +140,11 @@ def choose(directory: str, pick: str | None, command: str) -> str:
         candidates = hits
     elif len(candidates) == 1:
         return candidates[0]
+    how = ("name a file, or add --pick TEXT to take the file whose name contains TEXT"
+           if can_pick else "name one of its files")
     raise DirectoryError(
-        f"{directory} is a directory: `hloc {command}` takes one module; name a file, or "
-        f"add --pick TEXT to take the file whose name contains TEXT. HLO files there:\n"
-        + _listing(candidates))
+        f"{directory} is a directory: `hloc {command}` takes one module; {how}. "
+        f"HLO files there:\n" + _listing(candidates))
 
 
 def _listing(paths: list[str]) -> str:

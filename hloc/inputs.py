@@ -16,6 +16,7 @@ for a wrong count, dtype or shape.
 from __future__ import annotations
 
 import json
+import os
 import re
 import zipfile
 from dataclasses import dataclass
@@ -65,6 +66,9 @@ def _decode(arr: np.ndarray, dtype_name: str | None, label: str) -> np.ndarray:
 
 def load_npz(path) -> dict[str, np.ndarray]:
     """The arrays of an .npz in stored order, non-native dtypes decoded (no `dtypes` key)."""
+    if os.path.isfile(path) and not _is_npz(path):
+        with open(path, "rb") as f:
+            raise InputError(f"{path}: not a .npz file ({_what(f.read(6))})")
     try:
         with np.load(path, allow_pickle=False) as d:
             files = list(d.files)
@@ -114,6 +118,9 @@ def load_outputs(path) -> list[np.ndarray]:
     order, with their real dtypes (ml_dtypes for bfloat16, float8_*, int4 ...)."""
     arrays = load_npz(path)
     numbered = {int(m.group(1)): k for k in arrays if (m := _OUT_KEY.match(k))}
+    if arrays and not numbered:     # (no arrays at all: the outputs of an empty tuple)
+        raise InputError(f"{path}: holds no out0, out1, ... arrays (it has "
+                         f"{', '.join(arrays)})")
     if sorted(numbered) != list(range(len(numbered))):
         missing = next(i for i in range(len(numbered) + 1) if i not in numbered)
         raise InputError(f"{path}: has {', '.join(sorted(numbered.values()))} but no "
@@ -123,11 +130,31 @@ def load_outputs(path) -> list[np.ndarray]:
 
 def _load_npy(path) -> np.ndarray:
     try:
-        return np.load(path, allow_pickle=False)
+        with open(path, "rb") as f:
+            magic = f.read(6)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror or e}") from None
+    if magic != b"\x93NUMPY":
+        raise InputError(f"{path}: not a .npy or .npz file ({_what(magic)})")
+    try:
+        return np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as e:
         raise InputError(f"{path}: cannot read as .npy: {e}") from None
+
+
+def _what(magic: bytes) -> str:
+    """What a file that is not the .npy/.npz expected looks like, from its first bytes
+    (np.load would say 'pickled (object) data ... load it unsafely' of most such files,
+    or raise BadZipFile for a damaged archive)."""
+    if not magic:
+        return "empty"
+    if magic.startswith(b"PK"):
+        return "a zip archive that cannot be read: truncated?"
+    if magic.startswith(b"\x93NUMPY"):
+        return "a .npy array"
+    return "no NumPy header"
 
 
 def _is_npz(path) -> bool:
@@ -260,6 +287,9 @@ def bind_arguments(module, inputs, *, convert: bool = False, positional: bool = 
     inputs = [i if isinstance(i, InputArray) else InputArray(i, f"value {n}")
               for n, i in enumerate(inputs)]
     params = entry_parameters(module)
+    if not params and inputs and all(i.name is not None and _OUT_KEY.match(i.name)
+                                     for i in inputs):
+        inputs = []     # an npz of out0.. only (in0.. beside out0.., with no inputs)
     if inputs and all(i.name is not None for i in inputs) and not positional:
         inputs = match_names(params, inputs, inputs[0].source or "the inputs")
     shapes = [p.shape for p in params]

@@ -97,7 +97,7 @@ class FileResult:
         return STATUS_CODES[self.status]
 
 
-def load_for_replay(path: str, input_format: str | None = None):
+def load_for_replay(path: str, input_format: str | None = None, command: str = "replay"):
     """(module, arguments or None) of a file: HLO text, or XLA's protos (`.pb` /
     `.pbtxt`, or `input_format` pb / pbtxt); an HloSnapshot brings its arguments, which
     run_hlo_module replays with instead of fake ones."""
@@ -110,7 +110,8 @@ def load_for_replay(path: str, input_format: str | None = None):
         return got.module, got.arguments
     modules = parse_modules(read_text(path), path)
     if len(modules) != 1:
-        raise InputError(f"{path}: holds {len(modules)} modules; replay takes one per file")
+        raise InputError(f"{path}: holds {len(modules)} modules; `hloc {command}` takes one "
+                         f"per file")
     return modules[0], None
 
 

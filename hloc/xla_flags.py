@@ -43,8 +43,11 @@ for _gpu in ("cuda", "rocm", "tpu", "sycl"):
 
 _TRUE, _FALSE = ("", "true", "1", "yes"), ("false", "0", "no")
 
-_NO_PASSES = ("hloc run runs the module as written, with no HLO passes; run `hloc opt "
-              "MODULE` first to optimise it")
+_ONE_SIDE = ("hloc run has one side, whose HLO pipeline --opt / --no-opt runs or skips "
+             "(default: only on a module not optimised yet); `hloc replay` takes this flag "
+             "as run_hlo_module does")
+_WHOLE_PIPELINE = ("hloc run runs the whole default HLO pipeline or none (--opt / --no-opt); "
+                   "to choose passes: `hloc opt MODULE {} A,B -o OUT`, then `hloc run OUT`")
 _REFUSED = {
     "reference_platform": "hloc run compares with known outputs instead of a second "
                           "platform: --expected OUT.npz (e.g. from `hloc run --output`); "
@@ -54,12 +57,12 @@ _REFUSED = {
                            "text (--input-literal), not RunHloModuleLiterals protos",
     "output_literals_file": "hloc writes results as .npz (--output), not "
                             "RunHloModuleLiterals protos",
-    "run_test_hlo_passes": _NO_PASSES,
-    "run_reference_hlo_passes": _NO_PASSES,
-    "xla_dump_to": "hloc run does not compile, so there is nothing to dump; `hloc opt "
-                   "MODULE --dump-to DIR` writes XLA-named dumps",
-    "xla_disable_hlo_passes": _NO_PASSES + " (`hloc opt --disable-passes`)",
-    "xla_enable_hlo_passes_only": _NO_PASSES + " (`hloc opt --enable-passes-only`)",
+    "run_test_hlo_passes": _ONE_SIDE,
+    "run_reference_hlo_passes": _ONE_SIDE,
+    "xla_dump_to": "hloc run writes no dumps; `hloc opt MODULE --dump-to DIR` writes the "
+                   "XLA-named dumps of what it compiles (HLO after the pipeline, LLVM IR)",
+    "xla_disable_hlo_passes": _WHOLE_PIPELINE.format("--disable-passes"),
+    "xla_enable_hlo_passes_only": _WHOLE_PIPELINE.format("--enable-passes-only"),
 }
 _OPT_MAP = {"xla_dump_to": "--dump-to", "xla_disable_hlo_passes": "--disable-passes",
             "xla_enable_hlo_passes_only": "--enable-passes-only",
@@ -155,8 +158,10 @@ def translate(command: str, args: list[str], known: set[str], backends=()) -> li
             value, i = _value(args, i, name, value)
             out.extend([_OPT_MAP[name], value])
             continue
-        if command in ("run", "opt") and name in _REFUSED and not (
-                command == "opt" and name in _OPT_MAP):
+        if command == "opt" and name in _REFUSED and name not in _OPT_MAP:
+            _refuse(name, "a flag of running a module; hloc opt only optimises and prints it "
+                          "(`hloc replay` takes it as run_hlo_module does)")
+        if command == "run" and name in _REFUSED:
             _refuse(name, _REFUSED[name])
         hyphen = "--" + name.replace("_", "-")
         if hyphen in known:

@@ -129,6 +129,27 @@ def test_replay_snapshot_uses_its_arguments(tmp_path):
         _report(err2, text)
 
 
+def test_run_snapshot_uses_its_arguments(tmp_path):
+    """`hloc run snapshot.pb` runs on the recorded arguments (as `hloc replay` and
+    run_hlo_module do), not on fake ones; --inputs still overrides them."""
+    snap = os.path.join(PROTO, "dense_relu.hlo_snapshot.pb")
+    want = read_proto(snap).arguments
+    out = tmp_path / "out.npz"
+    code, _, err = _invoke(["run", "--backend", "interpreter", "--output", str(out), snap])
+    assert code == 0, err
+    assert "recorded arguments" in err
+    m = read_proto(snap).module
+    from hloc.inputs import load_outputs
+    from hloc.runner import run_module
+    ref = run_module(m, [np.asarray(a) for a in want]).value
+    assert np.array_equal(load_outputs(out)[0], ref)
+    np.savez(tmp_path / "in.npz", **{f"in{i}": np.zeros_like(a) for i, a in enumerate(want)})
+    code, _, err = _invoke(["run", "--backend", "interpreter", "--inputs",
+                            str(tmp_path / "in.npz"), "--output", str(out), snap])
+    assert code == 0 and "recorded arguments" not in err, err
+    assert not np.array_equal(load_outputs(out)[0], ref)
+
+
 def test_pbtxt_and_input_format(tmp_path):
     from google.protobuf import text_format
 

@@ -197,6 +197,24 @@ def test_replay_inputs_and_output_literals(tmp_path):
     assert np.array_equal(got["test.out0"], got["reference.out0"])
 
 
+def test_replay_inputs_takes_one_npy_per_parameter_as_run_does(tmp_path):
+    """`--inputs a.npy b.npy c.npy` (as `hloc run` takes it): the .npy/.npz words after
+    --inputs are arguments, not modules to replay; the module may come before or after."""
+    d = np.load(os.path.join(DUMPS, "dense_relu.npz"))
+    paths = []
+    for i in range(3):
+        paths.append(str(tmp_path / f"a{i}.npy"))
+        np.save(paths[-1], d[f"in{i}"])
+    for args in (["--inputs", *paths, DENSE], [DENSE, "--inputs", *paths]):
+        code, out, err = _invoke(["replay", "--platform=interpreter", "--print_literals",
+                                  *args])
+        assert code == 0, err
+        assert "close enough" in out + err and "error" not in out + err
+    code, out, err = _invoke(["replay", "--platform=interpreter", "--inputs",
+                              os.path.join(DUMPS, "dense_relu.npz"), DENSE])
+    assert code == 0, err
+
+
 def test_replay_refusals():
     code, _, err = _invoke(["replay", "--input_format=pb", DENSE])
     assert code == 2 and "not an HloSnapshot, HloProto or HloModuleProto" in err

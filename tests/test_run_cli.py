@@ -120,6 +120,19 @@ def test_npz_with_outputs_and_dtypes_entry(tmp):
     assert raw["out1"].dtype == np.uint16 and "bfloat16" in str(raw["hloc:dtypes"])
 
 
+def test_npz_of_outputs_only_gives_a_parameterless_module_no_inputs(tmp):
+    """The corpora's convention (in0.. beside out0..) with no inputs at all: a module
+    without parameters runs with `--inputs F.npz --expected F.npz` as one with inputs
+    does; out* keys are still refused when the module has parameters."""
+    mod = write(tmp, "c.hlo", "HloModule c\n\nENTRY e {\n  ROOT c = s32[2] constant({1, 2})\n}\n")
+    save_npz(tmp / "io.npz", {"out0": np.array([1, 2], np.int32)})
+    r = invoke("run", mod, "--inputs", tmp / "io.npz", "--expected", tmp / "io.npz")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("s32[2] {1, 2}\n")
+    r = invoke("run", write(tmp, "add.hlo", ADD), "--inputs", tmp / "io.npz")
+    assert r.exit_code == 2 and "key 'out0' names no parameter" in r.stderr
+
+
 def test_several_npy_files(tmp):
     mod = write(tmp, "add.hlo", ADD)
     np.save(tmp / "a.npy", X)
@@ -179,6 +192,41 @@ def test_missing_input_file(tmp):
     mod = write(tmp, "add.hlo", ADD)
     r = invoke("run", mod, "--inputs", tmp / "nope.npz")
     assert r.exit_code == 2 and "nope.npz" in r.stderr
+
+
+@pytest.mark.parametrize("name,data", [
+    ("text.npy", b"1 2 3\n"),
+    ("garbage.npz", b"not an archive"),
+    ("truncated.npz", b"PK\x03\x04" + bytes(100)),
+    ("empty.npy", b""),
+])
+def test_unreadable_input_file_is_one_clear_line(tmp, name, data):
+    """Neither NumPy's advice to unpickle (the file is untrusted input) nor an internal
+    error for a damaged archive: what the file is not, exit 2."""
+    mod = write(tmp, "add.hlo", ADD)
+    (tmp / name).write_bytes(data)
+    r = invoke("run", mod, "--inputs", tmp / name)
+    assert r.exit_code == 2, r.stderr
+    assert "pickle" not in r.stderr and "internal error" not in r.stderr
+    assert r.stderr.count("\n") == 1 and name in r.stderr
+    assert "not a .npy or .npz file" in r.stderr
+    np.save(tmp / "x.npy", X)
+    np.save(tmp / "y.npy", Y)
+    r = invoke("run", mod, "--inputs", tmp / "x.npy", tmp / "y.npy", "--expected", tmp / name)
+    assert r.exit_code == 2, r.stderr
+    assert "pickle" not in r.stderr and "internal error" not in r.stderr
+    assert f"{name}: not a .npz file" in r.stderr
+
+
+def test_expected_file_without_outputs_is_an_input_error(tmp):
+    """An --expected .npz holding no out0, out1, ... (e.g. an inputs file given by
+    mistake) says so and lists what it holds, instead of 'want tuple element count: 0
+    ... out0..out-1' and exit 1."""
+    mod = write(tmp, "add.hlo", ADD)
+    np.savez(tmp / "in.npz", in0=X, in1=Y)
+    r = invoke("run", mod, "--inputs", tmp / "in.npz", "--expected", tmp / "in.npz")
+    assert r.exit_code == 2, r.stderr
+    assert "out-1" not in r.stderr and "no out0" in r.stderr and "in0, in1" in r.stderr
 
 
 def test_json_output(tmp):
@@ -263,6 +311,22 @@ def test_unsupported_op_exit_3(tmp):
     assert r.exit_code == 3
     first = r.stderr.splitlines()[0]
     assert first.startswith(f"{mod}:5:") and "hloc_test_no_such_target" in first
+
+
+def test_unsupported_names_the_instruction_as_written(tmp):
+    """The error points at the user's line; when the HLO passes renamed the instruction
+    (call-inliner: custom-call.24 -> custom-call.1), it names it as written there too."""
+    text = UNSUPPORTED.replace("ENTRY e {", "callee.7 {\n  p.8 = f32[2] parameter(0)\n  ROOT "
+                               "custom-call.24 = f32[2] custom-call(p.8), custom_call_target="
+                               "\"hloc_test_no_such_target\"\n}\n\nENTRY e {").replace(
+        "ROOT c = f32[2] custom-call(a), custom_call_target=\"hloc_test_no_such_target\"",
+        "n = f32[2] negate(a)\n  k = f32[2] call(n), to_apply=callee.7\n  ROOT s = f32[2] add(k, n)")
+    mod = write(tmp, "u.hlo", text)
+    r = invoke("run", mod)
+    assert r.exit_code == 3, r.stderr
+    first = r.stderr.splitlines()[0]
+    assert first.startswith(f"{mod}:5:") and "(instruction %custom-call.24, " in first, first
+    assert "after the HLO passes" in first
 
 
 def test_parse_error_exit_2(tmp):

@@ -59,13 +59,24 @@ def test_input_module_and_print_literals(mod):
     assert r.stdout.endswith("** Result with test runner CPU **\n" + OUT)     # the default
 
 
+@pytest.mark.parametrize("flag", ["--reference_platform=interpreter",
+                                  "--run_test_hlo_passes=false", "--output_literals_file=o.pb"])
+def test_opt_refuses_flags_of_running_without_speaking_of_run(mod, flag):
+    r = invoke("opt", mod, flag)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1 and "hloc opt only optimises" in r.stderr, r.stderr
+    assert "hloc run" not in r.stderr
+
+
 @pytest.mark.parametrize("flags,words", [
     (["--platform=cuda"], "no GPU back end"),
     (["--reference_platform=interpreter"], "--expected OUT.npz"),
     (["--input_format=mhlo"], "hloc reads HLO text"),
     (["--xla_dump_to=/tmp/x"], "hloc opt MODULE --dump-to DIR"),
-    (["--xla_disable_hlo_passes=dce"], "no HLO passes"),
-    (["--xla_enable_hlo_passes_only=dce"], "no HLO passes"),
+    (["--xla_disable_hlo_passes=dce"], "hloc opt MODULE --disable-passes"),
+    (["--xla_enable_hlo_passes_only=dce"], "hloc opt MODULE --enable-passes-only"),
+    (["--run_test_hlo_passes=false"], "--no-opt"),
+    (["--run_reference_hlo_passes=false"], "hloc replay"),
     (["--xla_cpu_use_thunk_runtime=false"], "does not read XLA's debug options"),
     (["--input_literals_file=a.pbtxt"], "--inputs"),
     (["--xla-dump-to=/tmp/x"], "hloc opt MODULE --dump-to DIR"),
@@ -77,6 +88,8 @@ def test_refused_spellings_say_why_in_one_line(mod, flags, words):
     assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("error: --"), r.stderr
     assert words in r.stderr
     assert "No such option" not in r.stderr and "Did you mean" not in r.stderr
+    # hloc run compiles, and runs the default pipeline on before-optimizations modules
+    assert "does not compile" not in r.stderr and "with no HLO passes" not in r.stderr
 
 
 def test_platform_table_follows_the_registered_backends(mod, monkeypatch):

@@ -88,6 +88,8 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
         raise InputError(f"--threads {threads}: must be 1..64")
     if cpp_class is not None and not re.fullmatch(r"[A-Za-z_]\w*(::[A-Za-z_]\w*)*", cpp_class):
         raise InputError(f"--cpp-class {cpp_class!r}: expected NS::Name (C++ identifiers)")
+    for out in (path, header):
+        _check_writable(out)
     prefix = _prefix(name, path)
     target = Target(triple, cpu, features)
     if kind == ".so" and target.triple != Target().triple:
@@ -103,21 +105,38 @@ def compile_library(module, path: str, *, header: str | None = None, name: str |
     if lapack:
         extra = extra | frozenset(undefined_symbols(objs))
     undefined = check_symbols(objs, extra)
-    if kind == ".o":
-        with open(path, "wb") as f:
-            f.write(objs[0])
-    elif kind == ".a":
-        write_archive(path, objs, prefix)
-    else:
-        link_shared(path, objs, libs, cc=cc, soname=os.path.basename(path))
+    try:
+        if kind == ".o":
+            with open(path, "wb") as f:
+                f.write(objs[0])
+        elif kind == ".a":
+            write_archive(path, objs, prefix)
+        else:
+            link_shared(path, objs, libs, cc=cc, soname=os.path.basename(path))
+    except OSError as e:
+        raise InputError(f"{path}: cannot write: {e.strerror or e}") from None
     if header:
         note = ""
         if libs:
             note = "also " + ", ".join(libs)
-        with open(header, "w") as f:
-            f.write(header_text(low, module.name, source or "MODULE", target, cpp_class, note))
+        try:
+            with open(header, "w") as f:
+                f.write(header_text(low, module.name, source or "MODULE", target, cpp_class,
+                                    note))
+        except OSError as e:
+            raise InputError(f"{header}: cannot write: {e.strerror or e}") from None
     return Library(path, header, prefix, target.triple, target.cpu, low.scratch, low.args,
                    low.results, undefined, settings, units)
+
+
+def _check_writable(path: str | None) -> None:
+    """Before compiling: an output whose directory does not exist cannot be written (the
+    linker would only say `ld returned 1 exit status`, after the whole compile)."""
+    if path is None:
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise InputError(f"{path}: cannot write: no directory {parent}")
 
 
 def _parts(low, options):

@@ -67,7 +67,13 @@ def _emit_reduce(kb, inst, ops, index):
     greater = extremum.float_extremum(inst)
     if greater is not None:
         return extremum.emit(kb, inst, ops, index, inits[0], red, kept, split, greater)
-    enter_loops(kb, shape0, red, split, ivs, stack)
+    nest_sum = _nest_sum(kb, inst, red)
+    enter_loops(kb, shape0, red[:-1] if nest_sum else red, split, ivs, stack)
+    outer, inner_cm = acc, None
+    if nest_sum:        # the innermost loop sums from -0.0 into a fresh accumulator
+        acc = Acc(kb, [nest_sum])
+        inner_cm = for_range(b, 0, shape0.dims[red[-1]], name=f"r{red[-1]}")
+        ivs[red[-1]] = inner_cm.__enter__()
     multi = [None] * shape0.rank
     for k, d in enumerate(kept):
         multi[d] = index.multi[k]
@@ -77,10 +83,34 @@ def _emit_reduce(kb, inst, ops, index):
     with kb.reassociating():
         new = inline_computation(kb, comp, acc.get() + xs)
     acc.set(new)
+    if inner_cm is not None:
+        inner_cm.__exit__(None, None, None)
+        with kb.reassociating():
+            outer.set(inline_computation(kb, comp, outer.get() + acc.get()))
+        acc = outer
     for cm in reversed(stack):
         cm.__exit__(None, None, None)
     out = acc.get()
     return out if inst.shape.is_tuple else out[0]
+
+
+def _nest_sum(kb, inst, red):
+    """-0.0 (fadd's identity) of the reduce's type when it is a float sum over more than
+    one loop in xla-cpu numerics, else None. One accumulator carried through the whole
+    nest would seed lane 0 of the vectorised innermost loop with the running total, and
+    past 2^24 (f32) every element added in that lane is rounded away; summed per
+    innermost run, then added to the total, the lanes hold row sums only, as XLA:CPU's
+    accumulators do (a reassociation: xla-cpu numerics only)."""
+    from llvmlite import ir
+    from ..interp.lanes import binary_root
+    if not kb.mcx.options.xla or len(red) < 2 or len(inst.operands) != 2 \
+            or inst.shape.is_tuple or binary_root(inst.attrs["to_apply"]) != "add":
+        return None
+    dt = inst.shape.dtype
+    if dt.name not in ("f32", "f64") or inst.operands[0].shape.dtype != dt \
+            or inst.attrs["to_apply"].root.shape.dtype != dt:
+        return None
+    return ir.Constant(compute_type(dt), -0.0)
 
 
 def _takes_vectors(inst) -> bool:

@@ -8,6 +8,8 @@ values between computations are handled here, in one closed match.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..diagnostics import UnsupportedError
@@ -88,7 +90,22 @@ def unsupported(inst: Instruction, what: str | None = None) -> UnsupportedError:
     source = module.source if module is not None else None
     loc = source.loc(inst.loc) if source is not None and isinstance(inst.loc, int) else None
     detail = what or f"opcode {inst.opcode}"
-    return UnsupportedError(f"unsupported: {detail} (instruction %{inst.name})", loc)
+    name = f"%{inst.name}"
+    written = _name_written_at(loc)
+    if written is not None and written != inst.name:     # renamed by a pass (call-inliner)
+        name = f"%{written}, %{inst.name} after the HLO passes"
+    return UnsupportedError(f"unsupported: {detail} (instruction {name})", loc)
+
+
+_DEFINITION = re.compile(r"(?:ROOT\s+)?%?([\w.\-]+)\s*=")
+
+
+def _name_written_at(loc) -> str | None:
+    """The instruction name the source line defines at `loc`, if it defines one there."""
+    if loc is None or loc.source is None:
+        return None
+    m = _DEFINITION.match(loc.source.line_text(loc.line), loc.col - 1)
+    return m.group(1) if m else None
 
 
 class Interpreter:

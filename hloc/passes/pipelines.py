@@ -75,10 +75,12 @@ def simplification() -> Pass:
 
 def through_layout_assignment() -> Pipeline:
     from .call_inliner import CallInliner
+    from .expanders import LogisticExpander
     return Pipeline("HLO passes through layout assignment", [
         *_passes("zero_sized_hlo_elimination", "comparison-expander"),
         CallInliner(),
-        *_passes("dot_decomposer", "batchnorm_expander", "logistic-expander"),
+        *_passes("dot_decomposer", "batchnorm_expander"),
+        LogisticExpander(upcast_bf16=True),     # after XLA:CPU's bf16 float normalization
         simplification(),
         *_passes("transpose-folding", "cse", "cse_barrier_expander", "tuple-simplifier",
                  "flatten-call-graph"),
