@@ -328,11 +328,13 @@ def test_vector_row_divide_reduces_across_lanes_after_its_loop(rows, cols, monke
 @needs_vectors
 @pytest.mark.parametrize("rows,cols", [(32, 8192), (150, 1009)])     # 1009: an epilogue of 16
 def test_large_softmax_prefetches_both_streams_in_its_main_loop(rows, cols, monkeypatch, tmp_path):
-    """Where the group's input is large (row_ahead.PREFETCH_BYTES), the loop that carries
-    the next row's max prefetches into L2 (read, locality 2) each line PREFETCH bytes
-    ahead of the next row's input and of the stored e, in its main loop only (SUM_IC
-    registers: 2 * 4 lines an iteration), none in the epilogue or the other loops; the
-    bits are those without the prefetches, on edge rows, hosted or not, 1 and 2 threads."""
+    """Where the group's input is large (row_ahead.PREFETCH_BYTES) and e is hosted in the
+    output (row_hosts), the loop that carries the next row's max prefetches into L2 (read,
+    locality 2) each line PREFETCH bytes ahead of the next row's input (at row.ahead) and
+    of the output where it stores e, in its main loop only (SUM_IC registers: 2 * 4 lines
+    an iteration), none in the epilogue or the other loops, none with e in the stack row;
+    the bits are those without the prefetches, on edge rows, hosted or not, 1 and 2
+    threads."""
     from hloc.backend import row_ahead, row_hosts
     if "+avx512f" not in jit.host()[2].split(","):
         pytest.skip("softmax's vector form (a sum carried beside exp) needs 64-byte vectors")
@@ -342,21 +344,24 @@ def test_large_softmax_prefetches_both_streams_in_its_main_loop(rows, cols, monk
     module = _prepared(_softmax(rows, cols))
     assert calls(emit_llvm(module, numerics="xla-cpu", optimized=False)) == []     # in cache: none
     monkeypatch.setattr(row_ahead, "PREFETCH_BYTES", 0)
+    monkeypatch.setattr(row_hosts, "HOST_BYTES", 1 << 60)       # e in the stack row: none
+    assert calls(emit_llvm(module, numerics="xla-cpu", optimized=False)) == []
+    monkeypatch.setattr(row_hosts, "HOST_BYTES", 0)             # e in the output row
     text = emit_llvm(module, numerics="xla-cpu", optimized=False)
     with_pf = {k: calls(blk) for k, blk in _vector_loop_bodies(text).items() if calls(blk)}
     assert len(with_pf) == 1 and calls(text) == list(with_pf.values())[0]
     lines = list(with_pf.values())[0]
     assert len(lines) == 2 * row_vector.SUM_IC * 16 * 4 // 64
     assert all(ln.rstrip().endswith("i32 0, i32 2, i32 1)") for ln in lines)
-    for k in range(0, row_vector.SUM_IC * 64, 64):          # each line's distance, both streams
-        assert text.count(f"i64 {row_ahead.PREFETCH + k}") >= 2
+    assert _prefetched_streams(text, lines) == {"row.ahead": row_ahead.PREFETCH, "stored": row_ahead.PREFETCH}
     x = _edge_rows(rows, cols)
     for host in (1 << 60, 0):
         monkeypatch.setattr(row_hosts, "HOST_BYTES", host)
         outs = []
         for ahead in (row_ahead.PREFETCH, None):
             monkeypatch.setattr(row_ahead, "PREFETCH", ahead)
-            assert bool(calls(emit_llvm(module, numerics="xla-cpu", optimized=False))) == (ahead is not None)
+            assert bool(calls(emit_llvm(module, numerics="xla-cpu", optimized=False))) == (ahead is not None
+                                                                                          and host == 0)
             exe = compile_module(module, threads=2, cache_dir=tmp_path / f"{host}{ahead}")
             outs += [exe.run([x]).tobytes()]
             exe.set_threads(1)
@@ -366,6 +371,40 @@ def test_large_softmax_prefetches_both_streams_in_its_main_loop(rows, cols, monk
     r = near(run_module(module, [x]).value, got, ErrorSpec(abs=1e-30, rel=1e-5))
     assert r.ok, r.message
 
+
+
+def _prefetched_streams(text: str, lines: list) -> dict:
+    """{stream: distance} of prefetch calls `lines` in IR `text`: each address is a gep of
+    i8 at PREFETCH + 64k (k = 0, 1, ... per stream) from one base, either the input at
+    the next row ("row.ahead": a float gep whose index is built from %"row.ahead") or a
+    pointer a vector store writes ("stored")."""
+    import re
+    defs = dict(re.findall(r'(%"[^"]+") = (.*)', text))
+    stored = set(re.findall(r'store <\d+ x float> %"[^"]+", ptr (%"[^"]+")', text))
+    offsets = {}
+    for ln in lines:
+        at = re.search(r'\(ptr (%"[^"]+")', ln).group(1)
+        base, off = re.fullmatch(r'getelementptr i8, ptr (%"[^"]+"), i64 (\d+)', defs[at]).groups()
+        offsets.setdefault(base, []).append(int(off))
+
+    def kind(base):
+        if base in stored:
+            return "stored"
+        idx = re.fullmatch(r'getelementptr inbounds float, ptr %"a0", i64 (%"[^"]+")', defs[base]).group(1)
+        seen, todo = set(), [idx]
+        while todo:                     # the index's operands, back to %"row.ahead"
+            v = todo.pop()
+            if v == '%"row.ahead"':
+                return "row.ahead"
+            if v in defs and v not in seen:
+                seen.add(v)
+                todo += re.findall(r'%"[^"]+"', defs[v])
+        return "other"
+    out = {}
+    for base, offs in offsets.items():
+        assert sorted(offs) == [offs[0] + 64 * k for k in range(len(offs))], offs
+        out[kind(base)] = min(offs)
+    return out
 
 _AVX2_CHILD = """
 import sys

@@ -1,6 +1,7 @@
 """The xla-cpu f32 exp (hloc.backend.vmath): within 1.06 ulp of exp in f64 over the whole
-input range (the bound a sweep of every f32 input measured; vmath's docstring), exact at 0, overflow to inf, underflow to 0 (FTZ), NaN kept — through both
-ways of scaling by 2^n (AVX-512's ldexp, and exponent bits elsewhere)."""
+input range (the bound a sweep of every f32 input measured; vmath's docstring), exact at 0,
+overflow to inf, underflow to 0 (FTZ), NaN kept — through both ways of scaling by 2^n
+(AVX-512's ldexp, and exponent bits elsewhere)."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,7 +25,7 @@ def _inputs():
 
 
 @pytest.mark.parametrize("vscalef", [True, False])
-def test_xla_cpu_exp_within_one_ulp(vscalef, monkeypatch, tmp_path):
+def test_xla_cpu_exp_within_its_measured_bound(vscalef, monkeypatch, tmp_path):
     if vscalef:
         feats = __import__("llvmlite.binding", fromlist=["x"]).get_host_cpu_features().flatten()
         if "+avx512f" not in feats.split(","):
@@ -43,7 +44,6 @@ def test_xla_cpu_exp_within_one_ulp(vscalef, monkeypatch, tmp_path):
     normal = np.isfinite(ref32) & (ref32 >= tiny)
     ulp = np.abs(y[normal] - ref[normal]) / np.spacing(ref32[normal]).astype(np.float64)
     assert ulp.max() < 1.06, (ulp.max(), x[normal][ulp.argmax()])
-    assert ulp.max() > 1.05     # the worst input is in the sample: the bound is exercised
     assert np.all(y[ref32 < tiny] == 0)                      # FTZ: flushed, never garbage
     assert np.all(np.isposinf(y[np.isinf(ref32) & ~np.isnan(x)]))
     assert np.isnan(y[np.isnan(x)]).all()

@@ -30,16 +30,18 @@ of a group input over all but its rows.
 
 Where the group's input is large (PREFETCH_BYTES), the vector loop that carries the next
 row also prefetches (llvm.prefetch, read, into L2: prefetcht1) the lines PREFETCH bytes
-ahead of both streams that come from memory there: the next row's input and the output
-it stores (e in its host's row, hloc.backend.row_hosts). The hardware prefetchers alone left that loop waiting on
-memory: softmax 512x8192 took 1.7-1.8 ms per call on one thread against 1.2-1.3 ms for
-the same rows in cache; with the prefetches 1.25-1.35. Measured here (Zen 4, row_ab.py,
-ABBA), not kept: either stream alone (slower), prefetcht0 or prefetchw (slower: the
-line into L1 too early; a read prefetch brings an unshared line exclusive, so the
-store needs no second request), row r+2 at the same column instead of a distance, and
-prefetches in smaller groups (64x8192: 1-3 % slower; 128x8192, 4 MiB: 1-2 % faster on
-one thread, 1-5 % slower on two; 192x8192, 6 MiB: 7-9 % faster on one, 3-4 % on two;
-`benchmarks/row_ab.py row_ahead.PREFETCH_BYTES=... --softmax-rows 128,192`).
+ahead of both streams that come from memory there: the next row's input and the output it
+stores (e in its host's row, hloc.backend.row_hosts). With e in the stack row instead the
+loop has one stream from memory, which the hardware prefetchers keep up with (a sum's input
+prefetched so was slower), so nothing is prefetched there. The hardware prefetchers alone
+left the hosted loop waiting on memory: softmax 512x8192 took 1.7-1.8 ms per call on one
+thread against 1.2-1.3 ms for the same rows in cache; with the prefetches 1.25-1.35.
+Measured here (Zen 4, row_ab.py, ABBA), not kept: either stream alone (slower), prefetcht0
+or prefetchw (slower: the line into L1 too early; a read prefetch brings an unshared line
+exclusive, so the store needs no second request), row r+2 at the same column instead of a
+distance, and prefetches in smaller groups (64x8192: 1-3 % slower; 128x8192, 4 MiB: 1-2 %
+faster on one thread, 1-5 % slower on two; 192x8192, 6 MiB: 7-9 % faster on one, 3-4 % on
+two; `benchmarks/row_ab.py row_ahead.PREFETCH_BYTES=... --softmax-rows 128,192`).
 """
 from __future__ import annotations
 
@@ -139,8 +141,8 @@ class Ahead:
     def add(self, index, stored=None) -> None:
         """In that loop, at `index` (its member's position; a vector of them in a vector
         row group): the next row's element(s). `stored`: where the loop's vector at index
-        was stored (the member's output), prefetched ahead with the next row's input in
-        the main vector loop of a large group (module docstring)."""
+        was stored in the member's output (None: in its stack row), prefetched ahead with
+        the next row's input in the main vector loop of a large group (module docstring)."""
         multi = list(index.multi)
         multi[self.row_dim] = self.next_row
         if self.x_ptr is not None and stored is not None and index.lanes == self.kb.lanes * row_vector.SUM_IC:

@@ -342,6 +342,8 @@ def _kernel(mcx, group: Group, ins, outs, leaves) -> ir.Function:
                 kb.bounds = Bounds(m) if mcx.options.xla else None
                 gen = ahead.current if ahead and k == 0 else _generator(kb, m, readers, envs)
                 beside = ahead.add if ahead and k == ahead_k else None
+                if beside and id(m) in scratch and id(m) not in group.hosts:
+                    beside = lambda index, stored=None: ahead.add(index)  # noqa: E731  (row on the stack)
                 if beside:
                     ahead.start(r, hi)
                 start = len(fn.blocks)

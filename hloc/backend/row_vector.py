@@ -422,10 +422,10 @@ def row_loop(kb, shape, rows, r, gen, target, scalar_loop, total=None, beside=No
     (p: where the vector at index was stored); the positions after the last whole vector
     by `scalar_loop(lo)`, one by one. With a sum or `beside`, SUM_IC registers of vectors
     an iteration (the vectoriser's interleaving of such loops, whose partial sums are the
-    bits). A loop with row
-    divides (kb.row_divide: softmax's e / sum(e), element by element, no order in its
-    bits) takes DIVIDE_WAYS registers an iteration, then the whole registers left one
-    an iteration, and runs from the row's end down (DIVIDE_BACKWARD): it reads the row
+    bits). A loop with row divides (kb.row_divide: softmax's e / sum(e), element by
+    element, no order in its bits) takes DIVIDE_WAYS registers an iteration, then the
+    whole registers left one an iteration, and runs from the row's end down
+    (DIVIDE_BACKWARD): it reads the row
     the loop before it has just written, whose last lines are still in the L1 cache
     (the loop is bound by the row's moves between L2 and L1, not by its arithmetic:
     softmax's divide as a multiply takes as long). Measured, not kept: row r-1's divide

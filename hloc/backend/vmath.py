@@ -6,11 +6,12 @@ first exact for every n in range), |r| <= ln2/2; exp(r) by a degree-6 polynomial
 relative error (2e-9 before rounding). Over every f32 input in [-104, 89] (2.24e9 of them,
 against exp in f64): 99.36 % correctly rounded, max 1.059 ulp (139 inputs above 1 ulp, all
 with |r| near ln2/2, where r's own rounding adds up to ~0.2 ulp; x = 5.201181411743164 is
-the worst). A 16-entry table method (2^(j/16) by vpermps, degree-3 polynomial) reaches
-0.57 ulp with 2 fewer multiply-adds but was slower here: on Zen 4 the permutes take the
-vector-pipe slots the multiply-adds free (softmax 64x8192 7 % slower, session 11). n comes from adding 1.5*2^23 (round to nearest), so its integer
-is the low bits of that float. XLA:CPU also replaces exp by its own vectorisable
-polynomial (budget 6 ulp, xla/codegen/intrinsic/accuracy).
+the worst). A 16-entry table method (2^(j/16) by vpermps, degree-3 polynomial) reaches 0.57
+ulp with 2 fewer multiply-adds but was slower here: on Zen 4 the permutes take the
+vector-pipe slots the multiply-adds free (softmax 64x8192 7 % slower). n comes from adding
+1.5*2^23 (round to nearest), so its integer is the low bits of that float. XLA:CPU also
+replaces exp by its own vectorisable polynomial (budget 6 ulp,
+xla/codegen/intrinsic/accuracy).
 
 The scaling by 2^n: with AVX-512 vscalefps (correct overflow to inf and gradual
 underflow): on vectors of whole zmm registers (explicit vector code, hloc.backend.row_vector)
