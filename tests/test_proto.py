@@ -261,3 +261,27 @@ def test_unoptimized_snapshot(tmp_path):
         read_proto(os.path.join(PROTO, "dense_relu.before_optimizations.hlo.pb")).module)
     want = read_proto(os.path.join(PROTO, "dense_relu.hlo_snapshot.pb")).arguments
     assert all(np.array_equal(a, b) for a, b in zip(got.arguments, want))
+
+
+def _snapshot_without_arguments(tmp_path):
+    from hloc.proto.reader import _decode
+    snap = _decode(open(os.path.join(PROTO, "dense_relu.hlo_snapshot.pb"), "rb").read(), "pb",
+                   "HloSnapshot")
+    del snap.arguments[:]
+    path = tmp_path / "noargs.pb"
+    path.write_bytes(snap.SerializeToString())
+    return str(path)
+
+
+@pytest.mark.parametrize("command", [["run", "--backend=interpreter"],
+                                     ["replay", "--platform=interpreter"],
+                                     ["bisect", "--platform=interpreter"]])
+def test_snapshot_without_recorded_arguments_runs_on_fake_ones(tmp_path, command):
+    """run_hlo_module uses a snapshot's literals only when it recorded some
+    (`arguments_size() != 0`), else fake arguments: so does every command (run refused it
+    as 'module takes 3, got 0'; replay failed with an internal IndexError)."""
+    path = _snapshot_without_arguments(tmp_path)
+    assert read_proto(path).arguments is None
+    code, out, err = _invoke([*command, path])
+    assert code == 0, out + err
+    assert "recorded arguments" not in err and "internal error" not in out + err

@@ -7,7 +7,8 @@ an HloUnoptimizedSnapshot (the module before optimisation, arguments per partiti
 then as an HloProto (`--xla_dump_hlo_as_proto`: module and buffer assignment), then as
 a bare HloModuleProto. The module becomes HLO text (hloc.proto.to_text) parsed by
 hloc's parser, so everything downstream sees an ordinary module; a snapshot's arguments
-come back as NumPy values. Data that is none of these, or a module that does not hold
+come back as NumPy values (None when it recorded none: fake arguments, as
+run_hlo_module). Data that is none of these, or a module that does not hold
 together, is an InputError naming the file, on one line.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ class ProtoModule:
     module: object               # hloc.ir Module
     text: str                    # the module as HLO text
     kind: str                    # HloSnapshot, HloUnoptimizedSnapshot, HloProto, HloModuleProto
-    arguments: list | None = None    # a snapshot's arguments (NumPy values)
+    arguments: list | None = None    # a snapshot's arguments (NumPy values); None: none
     result: object = None            # a snapshot's result as XLA computed it (or None)
 
 
@@ -95,7 +96,9 @@ def read_proto(path: str, fmt: str | None = None) -> ProtoModule:
     kind, proto, arguments, snap = found
     try:
         text = module_text(proto)
-        args = [literal_value(a)[1] for a in arguments] if arguments is not None else None
+        # run_hlo_module replays recorded literals only when there are some
+        # (arguments_size() != 0); a snapshot without any runs on fake arguments.
+        args = [literal_value(a)[1] for a in arguments] if arguments else None
         result = literal_value(snap.result)[1] \
             if snap is not None and snap.HasField("result") else None
     except ProtoError as e:
