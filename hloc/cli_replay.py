@@ -184,6 +184,9 @@ def replay(files, platform, numerics, reference_platform, run_test_hlo_passes, r
         inputs = tuple(inputs) + (input_literals_file,)
     inputs_spec = (tuple(inputs), tuple(literals)) if inputs or literals else None
     paths, skipped = expand(files, stage)
+    if "-" in paths and (len(paths) > 1 or as_json):
+        raise InputError("'-' (stdin) is replayed alone, with run_hlo_module's console lines: "
+                         "not beside other FILES or with --json")
     if (output_literals_file or isolate_instructions) and len(paths) != 1:
         raise InputError("--output_literals_file / --isolate_instructions take one file")
     progress = cli_progress()

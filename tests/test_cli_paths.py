@@ -95,3 +95,29 @@ def test_stdin_module_for_replay_bisect_reduce(command):
         assert r.exit_code == 2 and "does not hold" in r.output, r.output
     else:
         assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"], ["--jobs", "2"]])
+def test_replay_of_several_files_with_a_missing_one_is_an_input_error(tmp_path, extra):
+    """A missing FILE among several was an `internal` row (FileNotFoundError), exit 4."""
+    missing = tmp_path / "nonexist.hlo"
+    r = run(["replay", "--platform=interpreter", *extra, missing, AXPY])
+    _input_error(r, str(missing), "No such file")
+
+
+@pytest.mark.parametrize("files,extra", [(["-", AXPY], []), ([AXPY, "-"], ["--json"]),
+                                          (["-"], ["--json"])])
+def test_replay_stdin_beside_other_files_or_in_a_batch_is_refused(files, extra):
+    """'-' replays alone with console lines; beside other FILES (or with --json) it was an
+    `internal` row ('-': No such file or directory), exit 4."""
+    r = run(["replay", "--platform=interpreter", *extra, *files], input=AXPY.read_text())
+    _input_error(r, "'-'")
+    assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_replay_batch_row_for_a_file_that_cannot_be_read(tmp_path):
+    """A file that cannot be read when its turn comes is an `error` row (exit 2)."""
+    from hloc.replay import ReplayConfig
+    from hloc.replay_batch import replay_file
+    r = replay_file(str(tmp_path), ReplayConfig(test_backend="interpreter"))
+    assert r.status == "error" and str(tmp_path) in r.error, r
