@@ -285,3 +285,24 @@ def test_snapshot_without_recorded_arguments_runs_on_fake_ones(tmp_path, command
     code, out, err = _invoke([*command, path])
     assert code == 0, out + err
     assert "recorded arguments" not in err and "internal error" not in out + err
+
+
+@pytest.mark.parametrize("fmt", ["pb", "pbtxt"])
+def test_replay_stdin_with_input_format_reads_a_proto(tmp_path, fmt):
+    """`hloc replay --input_format=pb -` reads stdin as the proto the user named (it was
+    parsed as HLO text: 'input is binary, not HLO text'); the same report as the file."""
+    from google.protobuf import text_format
+
+    from hloc.proto import message
+    pb = os.path.join(PROTO, "dense_relu.hlo_snapshot.pb")
+    data = open(pb, "rb").read()
+    if fmt == "pbtxt":
+        data = text_format.MessageToString(message("HloSnapshot").FromString(data)).encode()
+    path = tmp_path / f"snap.{fmt}"
+    path.write_bytes(data)
+    r = CliRunner().invoke(main, ["replay", "--platform=interpreter", f"--input_format={fmt}",
+                                  "-"], input=data)
+    assert r.exit_code == 0, r.output
+    code, out, err = _invoke(["replay", "--platform=interpreter", str(path)])
+    assert code == 0, err
+    assert _report(r.stdout, "-") == _report(out, str(path))

@@ -1,7 +1,8 @@
 """Read XLA's protobuf dumps: HloSnapshot, HloProto, HloModuleProto (binary or text format).
 
-`read_proto(path, fmt)` follows xla/tools/hlo_module_loader.cc: with `fmt` "pb" (binary)
-or "pbtxt" (protobuf text format), or from the file's extension, the data is tried as an
+`read_proto(path, fmt)` (or `read_proto_data(data, name, fmt)` of bytes already read)
+follows xla/tools/hlo_module_loader.cc: with `fmt` "pb" (binary) or "pbtxt" (protobuf
+text format), or from the file's extension, the data is tried as an
 HloSnapshot (`--xla_dump_hlo_snapshots`: the module, its arguments and its result),
 an HloUnoptimizedSnapshot (the module before optimisation, arguments per partition),
 then as an HloProto (`--xla_dump_hlo_as_proto`: module and buffer assignment), then as
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from ..diagnostics import HlocError, InputError
 
-__all__ = ["ProtoModule", "read_proto", "proto_format", "FORMATS"]
+__all__ = ["ProtoModule", "read_proto", "read_proto_data", "proto_format", "FORMATS"]
 
 FORMATS = ("pb", "pbtxt")
 
@@ -76,8 +77,6 @@ def _module_of(data: bytes, fmt: str):
 
 
 def read_proto(path: str, fmt: str | None = None) -> ProtoModule:
-    from ..syntax import parse_module
-    from .to_text import ProtoError, literal_value, module_text
     fmt = fmt or proto_format(path) or "pb"
     if fmt not in FORMATS:
         raise InputError(f"{path}: unknown proto format {fmt!r} (pb or pbtxt)")
@@ -88,6 +87,15 @@ def read_proto(path: str, fmt: str | None = None) -> ProtoModule:
         raise InputError(f"{path}: is a directory") from None
     except OSError as e:
         raise InputError(f"{path}: {e.strerror or e}") from None
+    return read_proto_data(data, path, fmt)
+
+
+def read_proto_data(data: bytes, path: str, fmt: str) -> ProtoModule:
+    """As read_proto, of bytes already read (stdin); `path` names them in errors."""
+    from ..syntax import parse_module
+    from .to_text import ProtoError, literal_value, module_text
+    if fmt not in FORMATS:
+        raise InputError(f"{path}: unknown proto format {fmt!r} (pb or pbtxt)")
     found = _module_of(data, fmt)
     if found is None:
         what = "binary" if fmt == "pb" else "text-format"
