@@ -232,14 +232,11 @@ def _load(path, progress, input_format, command="replay"):
             verify(got.module)
         return got.module, got.arguments
     if path == "-":                     # stdin: HLO text, as every other command reads it
-        from .cli_common import load_modules
-        _, modules = load_modules(path, command=command, progress=progress)
-        if len(modules) != 1:
-            raise InputError(f"<stdin>: holds {len(modules)} modules; `hloc {command}` takes "
-                             f"one per file")
+        from .cli_common import load_module
+        _, module, _ = load_module(path, command=command, progress=progress)
         with progress.phase("verify"):
-            verify(modules[0])
-        return modules[0], None
+            verify(module)
+        return module, None
     path = resolve(path, command)
     with progress.phase("parse", os.path.basename(path)):
         try:

@@ -172,17 +172,14 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
         rel_error_bound, as_json, print_values, print_all, print_literals, devices, no_verify):
     import json
 
-    from .cli_common import cli_progress, load_modules
+    from .cli_common import cli_progress, load_module
     from .inputs import bind_arguments, read_inputs
     from .runner import argument_text, get_backend, result_json, run_module, save_outputs
     from .summary import result_summary
 
     progress = cli_progress()
     try:
-        path, modules = load_modules(module, command="run", pick=pick, progress=progress)
-        if len(modules) != 1:
-            raise InputError(f"{path}: holds {len(modules)} modules; `hloc run` takes one")
-        m = modules[0]
+        path, m, _ = load_module(module, command="run", pick=pick, progress=progress)
         if not no_verify:
             from .verifier import verify
             with progress.phase("verify"):

@@ -104,6 +104,7 @@ def load_for_replay(path: str, input_format: str | None = None, command: str = "
     """(module, arguments or None) of a file: HLO text, or XLA's protos (`.pb` /
     `.pbtxt`, or `input_format` pb / pbtxt); an HloSnapshot brings its arguments, which
     run_hlo_module replays with instead of fake ones."""
+    from .cli_common import one_module
     from .proto.reader import proto_format, read_proto
     from .syntax import parse_modules, read_text
     fmt = input_format if input_format in ("pb", "pbtxt") else \
@@ -111,11 +112,7 @@ def load_for_replay(path: str, input_format: str | None = None, command: str = "
     if fmt:
         got = read_proto(path, fmt)
         return got.module, got.arguments
-    modules = parse_modules(read_text(path), path)
-    if len(modules) != 1:
-        raise InputError(f"{path}: holds {len(modules)} modules; `hloc {command}` takes one "
-                         f"per file")
-    return modules[0], None
+    return one_module(path, parse_modules(read_text(path), path), command), None
 
 
 def replay_file(path: str, config, inputs_spec=None, input_format=None) -> FileResult:

@@ -121,3 +121,24 @@ def test_replay_batch_row_for_a_file_that_cannot_be_read(tmp_path):
     from hloc.replay_batch import replay_file
     r = replay_file(str(tmp_path), ReplayConfig(test_backend="interpreter"))
     assert r.status == "error" and str(tmp_path) in r.error, r
+
+
+@pytest.mark.parametrize("command,stdin,name", [
+    (["compile", "-o", "x.o"], False, None), (["emit-llvm"], False, None),
+    (["graph"], False, None), (["run"], False, None), (["run"], True, None),
+    (["bisect"], False, None), (["replay", "--platform=interpreter"], False, None),
+    (["replay", "--platform=interpreter"], True, None),
+    (["replay", "--platform=interpreter", "--json"], False, "replay")])
+def test_several_modules_refusal_is_one_wording(tmp_path, command, stdin, name):
+    """Every command refuses a file of several modules in the same words (one helper,
+    hloc.cli_common.one_module), naming the file (<stdin> for '-') and the command."""
+    two = tmp_path / "two.hlo"
+    text = AXPY.read_text() + "---\n" + AXPY.read_text()
+    two.write_text(text)
+    args = [a if a != "x.o" else tmp_path / "x.o" for a in command]
+    r = run([*args, "-" if stdin else two], input=text if stdin else None)
+    assert r.exit_code == 2, r.output
+    want = (f"{'<stdin>' if stdin else two}: holds 2 modules; "
+            f"`hloc {name or command[0]}` takes one")
+    assert want in r.output, r.output
+    assert "internal error" not in r.output
