@@ -179,7 +179,8 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
 
     progress = cli_progress()
     try:
-        path, m, _ = load_module(module, command="run", pick=pick, progress=progress)
+        path, m, snapshot_args = load_module(module, command="run", pick=pick,
+                                             progress=progress)
         if not no_verify:
             from .verifier import verify
             with progress.phase("verify"):
@@ -197,7 +198,8 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
             return run_mpi(m, comm, n, inputs, literals, positional, seed,
                             use_large_float_range, output, as_json, print_values, print_all,
                             expected, abs_error_bound, rel_error_bound, backend=backend)
-        recorded = None if inputs or literals or n > 1 else _snapshot_arguments(path)
+        # an HloSnapshot's recorded arguments, as run_hlo_module (and `hloc replay`) runs it
+        recorded = None if inputs or literals or n > 1 else snapshot_args
         if recorded is not None:
             click.echo("hloc run: the HloSnapshot's recorded arguments (--inputs to run on "
                        "others)", err=True)
@@ -267,12 +269,3 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
         click.echo(report, err=as_json)
         if not ok:
             raise SystemExit(1)
-
-
-def _snapshot_arguments(path: str):
-    """The arguments an HloSnapshot (.pb / .pbtxt) recorded, else None; run_hlo_module
-    runs a snapshot on them, as `hloc replay` does."""
-    from .proto.reader import proto_format, read_proto
-    if path == "-" or not proto_format(path):
-        return None
-    return read_proto(path).arguments

@@ -306,3 +306,17 @@ def test_replay_stdin_with_input_format_reads_a_proto(tmp_path, fmt):
     code, out, err = _invoke(["replay", "--platform=interpreter", str(path)])
     assert code == 0, err
     assert _report(r.stdout, "-") == _report(out, str(path))
+
+
+def test_run_snapshot_reads_and_parses_it_once(monkeypatch):
+    """`hloc run X.pb` reads and parses the proto once: the arguments come with the module
+    (it read the whole .pb a second time for them)."""
+    from hloc.proto import reader
+    calls = []
+    real = reader.read_proto_data
+    monkeypatch.setattr(reader, "read_proto_data",
+                        lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    snap = os.path.join(PROTO, "dense_relu.hlo_snapshot.pb")
+    code, _, err = _invoke(["run", "--backend", "interpreter", snap])
+    assert code == 0 and "recorded arguments" in err, err
+    assert calls == [snap]
