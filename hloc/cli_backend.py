@@ -124,11 +124,7 @@ def emit_llvm_command(module, output, no_llvm_opt, hlo_opt, numerics):
     code-generated with its own settings; every part is printed after a comment line
     `; hloc part K of N (part_NN): passes=... slp=... llvm-options=... codegen=...`."""
     from .backend import emit_llvm
-    from .cli_common import load_modules, write_text
-    from .diagnostics import InputError
-    _, modules = load_modules(module, command="emit-llvm", can_pick=False)
-    if len(modules) != 1:
-        raise InputError(f"{module}: holds {len(modules)} modules; `hloc emit-llvm` takes one")
-    m = modules[0]
+    from .cli_common import load_module, write_text
+    _, m, _ = load_module(module, command="emit-llvm", can_pick=False)
     prepare_for_cpu(m, hlo_opt)
     write_text(emit_llvm(m, numerics=numerics, optimized=not no_llvm_opt), output)

@@ -43,12 +43,8 @@ def compile_command(module, output, header, name, triple, cpu, features, threads
     from . import backend  # noqa: F401  (registers every emitter)
     from .aot import compile_library
     from .cli_backend import default_cache_dir, prepare_for_cpu
-    from .cli_common import load_modules
-    from .diagnostics import InputError
-    _, modules = load_modules(module, command="compile", can_pick=False)
-    if len(modules) != 1:
-        raise InputError(f"{module}: holds {len(modules)} modules; `hloc compile` takes one")
-    m = modules[0]
+    from .cli_common import load_module
+    _, m, _ = load_module(module, command="compile", can_pick=False)
     prepare_for_cpu(m, hlo_opt)
     lib = compile_library(m, output, header=header, name=name, triple=triple, cpu=cpu,
                           features=features, threads=threads, numerics=numerics, blas=blas,

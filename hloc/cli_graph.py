@@ -39,7 +39,7 @@ def graph(module, output, computation, around, radius, fusions, after_opt, max_n
           layout):
     """Draw MODULE (HLO text) coloured as XLA's hlo_graph_dumper draws it."""
     from . import graph as g
-    from .cli_common import load_modules
+    from .cli_common import load_module
 
     fmt = "dot"
     if output:
@@ -49,10 +49,7 @@ def graph(module, output, computation, around, radius, fusions, after_opt, max_n
                                      param_hint="-o")
     if computation and around:
         raise click.UsageError("--computation and --around cannot be used together")
-    _, modules = load_modules(module, command="graph", can_pick=False)
-    if len(modules) != 1:
-        raise InputError(f"{module}: holds {len(modules)} modules; `hloc graph` draws one")
-    m = modules[0]
+    _, m, _ = load_module(module, command="graph", can_pick=False)
     if after_opt:
         from .passes.driver import optimize
         from .passes.pipelines import default_pipeline

@@ -106,7 +106,8 @@ unique sort keys; seeded, not XLA's random bits), one engine per file continuing
 the same arguments for every iteration. --input_literals_file takes .npz/.npy;
 --output_literals_file writes arguments and both results as .npz (argN,
 test.outN, reference.outN; prefixed iterationI. with several iterations).
-XLA's protos are read by extension (.pb binary, .pbtxt text) or --input_format:
+XLA's protos are read by extension (.pb binary, .pbtxt text) or --input_format
+(which also makes '-' read stdin as that proto):
 an HloSnapshot (--xla_dump_hlo_snapshots) replays with its recorded arguments, an
 HloProto / HloModuleProto (--xla_dump_hlo_as_proto) with fake ones. RunHloModuleLiterals
 protos are not read.
@@ -184,6 +185,9 @@ def replay(files, platform, numerics, reference_platform, run_test_hlo_passes, r
         inputs = tuple(inputs) + (input_literals_file,)
     inputs_spec = (tuple(inputs), tuple(literals)) if inputs or literals else None
     paths, skipped = expand(files, stage)
+    if "-" in paths and (len(paths) > 1 or as_json):
+        raise InputError("'-' (stdin) is replayed alone, with run_hlo_module's console lines: "
+                         "not beside other FILES or with --json")
     if (output_literals_file or isolate_instructions) and len(paths) != 1:
         raise InputError("--output_literals_file / --isolate_instructions take one file")
     progress = cli_progress()
@@ -219,15 +223,20 @@ def _load(path, progress, input_format, command="replay"):
     from .proto.reader import proto_format
     from .replay_batch import load_for_replay
     from .verifier import verify
-    if path == "-":                     # stdin: HLO text, as every other command reads it
-        from .cli_common import load_modules
-        _, modules = load_modules(path, command=command, progress=progress)
-        if len(modules) != 1:
-            raise InputError(f"<stdin>: holds {len(modules)} modules; `hloc {command}` takes "
-                             f"one per file")
+    if path == "-" and input_format in ("pb", "pbtxt"):     # stdin as the proto named
+        from .proto.reader import read_proto_data
+        with progress.phase("parse", "<stdin>"):
+            got = read_proto_data(click.get_binary_stream("stdin").read(), "<stdin>",
+                                  input_format)
         with progress.phase("verify"):
-            verify(modules[0])
-        return modules[0], None
+            verify(got.module)
+        return got.module, got.arguments
+    if path == "-":                     # stdin: HLO text, as every other command reads it
+        from .cli_common import load_module
+        _, module, _ = load_module(path, command=command, progress=progress)
+        with progress.phase("verify"):
+            verify(module)
+        return module, None
     path = resolve(path, command)
     with progress.phase("parse", os.path.basename(path)):
         try:

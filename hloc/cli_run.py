@@ -172,17 +172,15 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
         rel_error_bound, as_json, print_values, print_all, print_literals, devices, no_verify):
     import json
 
-    from .cli_common import cli_progress, load_modules
+    from .cli_common import cli_progress, load_module
     from .inputs import bind_arguments, read_inputs
     from .runner import argument_text, get_backend, result_json, run_module, save_outputs
     from .summary import result_summary
 
     progress = cli_progress()
     try:
-        path, modules = load_modules(module, command="run", pick=pick, progress=progress)
-        if len(modules) != 1:
-            raise InputError(f"{path}: holds {len(modules)} modules; `hloc run` takes one")
-        m = modules[0]
+        path, m, snapshot_args = load_module(module, command="run", pick=pick,
+                                             progress=progress)
         if not no_verify:
             from .verifier import verify
             with progress.phase("verify"):
@@ -200,7 +198,8 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
             return run_mpi(m, comm, n, inputs, literals, positional, seed,
                             use_large_float_range, output, as_json, print_values, print_all,
                             expected, abs_error_bound, rel_error_bound, backend=backend)
-        recorded = None if inputs or literals or n > 1 else _snapshot_arguments(path)
+        # an HloSnapshot's recorded arguments, as run_hlo_module (and `hloc replay`) runs it
+        recorded = None if inputs or literals or n > 1 else snapshot_args
         if recorded is not None:
             click.echo("hloc run: the HloSnapshot's recorded arguments (--inputs to run on "
                        "others)", err=True)
@@ -270,12 +269,3 @@ def run(module, pick, inputs, positional, literals, seed, use_large_float_range,
         click.echo(report, err=as_json)
         if not ok:
             raise SystemExit(1)
-
-
-def _snapshot_arguments(path: str):
-    """The arguments an HloSnapshot (.pb / .pbtxt) recorded, else None; run_hlo_module
-    runs a snapshot on them, as `hloc replay` does."""
-    from .proto.reader import proto_format, read_proto
-    if path == "-" or not proto_format(path):
-        return None
-    return read_proto(path).arguments

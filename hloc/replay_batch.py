@@ -5,7 +5,8 @@ into the HLO files to replay: in a directory, hloc.dumpdir's HLO text files of t
 chosen stage (`before`: `*before_optimizations*` and plain `.hlo` files, the default;
 `after`: `*after_optimizations*`; `all`), never per-pass dumps unless `all`; an HloProto
 (`*.hlo.pb`) stands in for a module XLA wrote only as a proto; buffer assignments, memory
-reports, `.ll`, snapshots and every other non-HLO file are skipped. Files are
+reports, `.ll`, snapshots and every other non-HLO file are skipped; a named file that
+does not exist is an InputError. Files are
 grouped by XLA's module number (`module_0007.` ...), then by name. `replay_files(files,
 config, jobs=N)` replays each file (in N worker processes when N > 1) and yields a
 FileResult per file in input order: the outcome, the exit code and the file's
@@ -75,6 +76,8 @@ def expand(paths, stage: str = "before") -> tuple[list[str], list[str]]:
             if not hits:
                 raise InputError(f"{arg}: no file matches")
             files.extend(hits)
+        elif arg != "-" and not os.path.lexists(arg):
+            raise InputError(f"{arg}: No such file or directory")
         else:
             files.append(arg)
     if not files:
@@ -101,6 +104,7 @@ def load_for_replay(path: str, input_format: str | None = None, command: str = "
     """(module, arguments or None) of a file: HLO text, or XLA's protos (`.pb` /
     `.pbtxt`, or `input_format` pb / pbtxt); an HloSnapshot brings its arguments, which
     run_hlo_module replays with instead of fake ones."""
+    from .cli_common import one_module
     from .proto.reader import proto_format, read_proto
     from .syntax import parse_modules, read_text
     fmt = input_format if input_format in ("pb", "pbtxt") else \
@@ -108,11 +112,7 @@ def load_for_replay(path: str, input_format: str | None = None, command: str = "
     if fmt:
         got = read_proto(path, fmt)
         return got.module, got.arguments
-    modules = parse_modules(read_text(path), path)
-    if len(modules) != 1:
-        raise InputError(f"{path}: holds {len(modules)} modules; `hloc {command}` takes one "
-                         f"per file")
-    return modules[0], None
+    return one_module(path, parse_modules(read_text(path), path), command), None
 
 
 def replay_file(path: str, config, inputs_spec=None, input_format=None) -> FileResult:
@@ -121,7 +121,10 @@ def replay_file(path: str, config, inputs_spec=None, input_format=None) -> FileR
     from .verifier import verify
     out, err = io.StringIO(), io.StringIO()
     try:
-        module, inputs = load_for_replay(path, input_format)
+        try:
+            module, inputs = load_for_replay(path, input_format)
+        except OSError as e:        # unreadable when its turn came: this file's error row
+            raise InputError(f"{path}: {e.strerror or e}") from None
         verify(module)
         if inputs_spec is not None:
             from .inputs import bind_arguments, read_inputs

@@ -47,7 +47,8 @@ _ONE_SIDE = ("hloc run has one side, whose HLO pipeline --opt / --no-opt runs or
              "(default: only on a module not optimised yet); `hloc replay` takes this flag "
              "as run_hlo_module does")
 _WHOLE_PIPELINE = ("hloc run runs the whole default HLO pipeline or none (--opt / --no-opt); "
-                   "to choose passes: `hloc opt MODULE {} A,B -o OUT`, then `hloc run OUT`")
+                   "to choose passes: `hloc opt MODULE {} A,B -o OUT`, "
+                   "then `hloc run --no-opt OUT`")
 _REFUSED = {
     "reference_platform": "hloc run compares with known outputs instead of a second "
                           "platform: --expected OUT.npz (e.g. from `hloc run --output`); "

@@ -95,3 +95,50 @@ def test_stdin_module_for_replay_bisect_reduce(command):
         assert r.exit_code == 2 and "does not hold" in r.output, r.output
     else:
         assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"], ["--jobs", "2"]])
+def test_replay_of_several_files_with_a_missing_one_is_an_input_error(tmp_path, extra):
+    """A missing FILE among several was an `internal` row (FileNotFoundError), exit 4."""
+    missing = tmp_path / "nonexist.hlo"
+    r = run(["replay", "--platform=interpreter", *extra, missing, AXPY])
+    _input_error(r, str(missing), "No such file")
+
+
+@pytest.mark.parametrize("files,extra", [(["-", AXPY], []), ([AXPY, "-"], ["--json"]),
+                                          (["-"], ["--json"])])
+def test_replay_stdin_beside_other_files_or_in_a_batch_is_refused(files, extra):
+    """'-' replays alone with console lines; beside other FILES (or with --json) it was an
+    `internal` row ('-': No such file or directory), exit 4."""
+    r = run(["replay", "--platform=interpreter", *extra, *files], input=AXPY.read_text())
+    _input_error(r, "'-'")
+    assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_replay_batch_row_for_a_file_that_cannot_be_read(tmp_path):
+    """A file that cannot be read when its turn comes is an `error` row (exit 2)."""
+    from hloc.replay import ReplayConfig
+    from hloc.replay_batch import replay_file
+    r = replay_file(str(tmp_path), ReplayConfig(test_backend="interpreter"))
+    assert r.status == "error" and str(tmp_path) in r.error, r
+
+
+@pytest.mark.parametrize("command,stdin,name", [
+    (["compile", "-o", "x.o"], False, None), (["emit-llvm"], False, None),
+    (["graph"], False, None), (["run"], False, None), (["run"], True, None),
+    (["bisect"], False, None), (["replay", "--platform=interpreter"], False, None),
+    (["replay", "--platform=interpreter"], True, None),
+    (["replay", "--platform=interpreter", "--json"], False, "replay")])
+def test_several_modules_refusal_is_one_wording(tmp_path, command, stdin, name):
+    """Every command refuses a file of several modules in the same words (one helper,
+    hloc.cli_common.one_module), naming the file (<stdin> for '-') and the command."""
+    two = tmp_path / "two.hlo"
+    text = AXPY.read_text() + "---\n" + AXPY.read_text()
+    two.write_text(text)
+    args = [a if a != "x.o" else tmp_path / "x.o" for a in command]
+    r = run([*args, "-" if stdin else two], input=text if stdin else None)
+    assert r.exit_code == 2, r.output
+    want = (f"{'<stdin>' if stdin else two}: holds 2 modules; "
+            f"`hloc {name or command[0]}` takes one")
+    assert want in r.output, r.output
+    assert "internal error" not in r.output

@@ -261,3 +261,62 @@ def test_unoptimized_snapshot(tmp_path):
         read_proto(os.path.join(PROTO, "dense_relu.before_optimizations.hlo.pb")).module)
     want = read_proto(os.path.join(PROTO, "dense_relu.hlo_snapshot.pb")).arguments
     assert all(np.array_equal(a, b) for a, b in zip(got.arguments, want))
+
+
+def _snapshot_without_arguments(tmp_path):
+    from hloc.proto.reader import _decode
+    snap = _decode(open(os.path.join(PROTO, "dense_relu.hlo_snapshot.pb"), "rb").read(), "pb",
+                   "HloSnapshot")
+    del snap.arguments[:]
+    path = tmp_path / "noargs.pb"
+    path.write_bytes(snap.SerializeToString())
+    return str(path)
+
+
+@pytest.mark.parametrize("command", [["run", "--backend=interpreter"],
+                                     ["replay", "--platform=interpreter"],
+                                     ["bisect", "--platform=interpreter"]])
+def test_snapshot_without_recorded_arguments_runs_on_fake_ones(tmp_path, command):
+    """run_hlo_module uses a snapshot's literals only when it recorded some
+    (`arguments_size() != 0`), else fake arguments: so does every command (run refused it
+    as 'module takes 3, got 0'; replay failed with an internal IndexError)."""
+    path = _snapshot_without_arguments(tmp_path)
+    assert read_proto(path).arguments is None
+    code, out, err = _invoke([*command, path])
+    assert code == 0, out + err
+    assert "recorded arguments" not in err and "internal error" not in out + err
+
+
+@pytest.mark.parametrize("fmt", ["pb", "pbtxt"])
+def test_replay_stdin_with_input_format_reads_a_proto(tmp_path, fmt):
+    """`hloc replay --input_format=pb -` reads stdin as the proto the user named (it was
+    parsed as HLO text: 'input is binary, not HLO text'); the same report as the file."""
+    from google.protobuf import text_format
+
+    from hloc.proto import message
+    pb = os.path.join(PROTO, "dense_relu.hlo_snapshot.pb")
+    data = open(pb, "rb").read()
+    if fmt == "pbtxt":
+        data = text_format.MessageToString(message("HloSnapshot").FromString(data)).encode()
+    path = tmp_path / f"snap.{fmt}"
+    path.write_bytes(data)
+    r = CliRunner().invoke(main, ["replay", "--platform=interpreter", f"--input_format={fmt}",
+                                  "-"], input=data)
+    assert r.exit_code == 0, r.output
+    code, out, err = _invoke(["replay", "--platform=interpreter", str(path)])
+    assert code == 0, err
+    assert _report(r.stdout, "-") == _report(out, str(path))
+
+
+def test_run_snapshot_reads_and_parses_it_once(monkeypatch):
+    """`hloc run X.pb` reads and parses the proto once: the arguments come with the module
+    (it read the whole .pb a second time for them)."""
+    from hloc.proto import reader
+    calls = []
+    real = reader.read_proto_data
+    monkeypatch.setattr(reader, "read_proto_data",
+                        lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    snap = os.path.join(PROTO, "dense_relu.hlo_snapshot.pb")
+    code, _, err = _invoke(["run", "--backend", "interpreter", snap])
+    assert code == 0 and "recorded arguments" in err, err
+    assert calls == [snap]

@@ -254,3 +254,14 @@ def test_write_errors_are_input_errors(mod, tmp_path):
     for command in ("fmt", "opt"):
         r = invoke(command, mod, "-o", tmp_path / "no-such-dir" / "o.hlo")
         assert r.exit_code == 2 and "cannot write" in r.stderr, r.output
+
+
+@pytest.mark.parametrize("flag", ["--xla_disable_hlo_passes=dce",
+                                  "--xla_enable_hlo_passes_only=dce"])
+def test_pass_flag_advice_runs_the_chosen_passes_only(mod, flag):
+    """The advice ends in `hloc run --no-opt OUT`: a plain `hloc run OUT` runs the whole
+    default pipeline again on a module that is not yet optimised (no fusion, not
+    scheduled), i.e. the passes the user left out as well."""
+    r = invoke("run", mod, *ARGS, flag)
+    assert r.exit_code == 2
+    assert "then `hloc run --no-opt OUT`" in r.stderr, r.stderr

@@ -1,13 +1,15 @@
 """Read XLA's protobuf dumps: HloSnapshot, HloProto, HloModuleProto (binary or text format).
 
-`read_proto(path, fmt)` follows xla/tools/hlo_module_loader.cc: with `fmt` "pb" (binary)
-or "pbtxt" (protobuf text format), or from the file's extension, the data is tried as an
+`read_proto(path, fmt)` (or `read_proto_data(data, name, fmt)` of bytes already read)
+follows xla/tools/hlo_module_loader.cc: with `fmt` "pb" (binary) or "pbtxt" (protobuf
+text format), or from the file's extension, the data is tried as an
 HloSnapshot (`--xla_dump_hlo_snapshots`: the module, its arguments and its result),
 an HloUnoptimizedSnapshot (the module before optimisation, arguments per partition),
 then as an HloProto (`--xla_dump_hlo_as_proto`: module and buffer assignment), then as
 a bare HloModuleProto. The module becomes HLO text (hloc.proto.to_text) parsed by
 hloc's parser, so everything downstream sees an ordinary module; a snapshot's arguments
-come back as NumPy values. Data that is none of these, or a module that does not hold
+come back as NumPy values (None when it recorded none: fake arguments, as
+run_hlo_module). Data that is none of these, or a module that does not hold
 together, is an InputError naming the file, on one line.
 """
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 
 from ..diagnostics import HlocError, InputError
 
-__all__ = ["ProtoModule", "read_proto", "proto_format", "FORMATS"]
+__all__ = ["ProtoModule", "read_proto", "read_proto_data", "proto_format", "FORMATS"]
 
 FORMATS = ("pb", "pbtxt")
 
@@ -27,7 +29,7 @@ class ProtoModule:
     module: object               # hloc.ir Module
     text: str                    # the module as HLO text
     kind: str                    # HloSnapshot, HloUnoptimizedSnapshot, HloProto, HloModuleProto
-    arguments: list | None = None    # a snapshot's arguments (NumPy values)
+    arguments: list | None = None    # a snapshot's arguments (NumPy values); None: none
     result: object = None            # a snapshot's result as XLA computed it (or None)
 
 
@@ -75,8 +77,6 @@ def _module_of(data: bytes, fmt: str):
 
 
 def read_proto(path: str, fmt: str | None = None) -> ProtoModule:
-    from ..syntax import parse_module
-    from .to_text import ProtoError, literal_value, module_text
     fmt = fmt or proto_format(path) or "pb"
     if fmt not in FORMATS:
         raise InputError(f"{path}: unknown proto format {fmt!r} (pb or pbtxt)")
@@ -87,6 +87,15 @@ def read_proto(path: str, fmt: str | None = None) -> ProtoModule:
         raise InputError(f"{path}: is a directory") from None
     except OSError as e:
         raise InputError(f"{path}: {e.strerror or e}") from None
+    return read_proto_data(data, path, fmt)
+
+
+def read_proto_data(data: bytes, path: str, fmt: str) -> ProtoModule:
+    """As read_proto, of bytes already read (stdin); `path` names them in errors."""
+    from ..syntax import parse_module
+    from .to_text import ProtoError, literal_value, module_text
+    if fmt not in FORMATS:
+        raise InputError(f"{path}: unknown proto format {fmt!r} (pb or pbtxt)")
     found = _module_of(data, fmt)
     if found is None:
         what = "binary" if fmt == "pb" else "text-format"
@@ -95,7 +104,9 @@ def read_proto(path: str, fmt: str | None = None) -> ProtoModule:
     kind, proto, arguments, snap = found
     try:
         text = module_text(proto)
-        args = [literal_value(a)[1] for a in arguments] if arguments is not None else None
+        # run_hlo_module replays recorded literals only when there are some
+        # (arguments_size() != 0); a snapshot without any runs on fake arguments.
+        args = [literal_value(a)[1] for a in arguments] if arguments else None
         result = literal_value(snap.result)[1] \
             if snap is not None and snap.HasField("result") else None
     except ProtoError as e:
