@@ -9,10 +9,12 @@ convert to the wide type before it, and its users get a convert back (an array r
 or a tuple of converts of its get-tuple-elements (a tuple result; those converts carry
 the op's metadata, as in XLA's dumps).
 
-Only the ops of `OPCODES` are normalised: on every other op XLA's normalisation gives
-convert -> wide op -> convert, which hloc's back end computes the same way (one op, one
-rounding), so hloc leaves those ops narrow and its printed module differs from XLA's
-there (not in values).
+XLA runs one FloatNormalization per narrow type ("float-normalization-bf16", ...); this
+one pass does them all (they touch disjoint ops). Only the ops of `OPCODES` are
+normalised, the ops whose expansion would otherwise round each step in the narrow type;
+every other narrow op stays as it is (hloc's back end computes it in a wider type and
+rounds once, where XLA prints convert -> wide op -> convert), so hloc's printed module
+differs from XLA's there.
 """
 from __future__ import annotations
 
