@@ -43,27 +43,18 @@ def _instructions(module: Module, opcodes) -> list[Instruction]:
 
 @register
 class LogisticExpander(Pass):
-    """`upcast_bf16` (XLA:CPU's pipeline): a bf16 logistic is expanded in f32 between two
-    converts, as there XLA's float normalization, which runs first, has made it
-    convert -> f32 logistic -> convert (one rounding; jaxlib 0.10.2's dumps). Alone, as
-    XLA's LogisticExpander, it expands in the operand's type."""
+    """Expands in the operand's type (in XLA:CPU's pipeline float-normalization has
+    made a narrow logistic wide first)."""
     name = "logistic-expander"
-
-    def __init__(self, upcast_bf16: bool = False):
-        self.upcast_bf16 = upcast_bf16
 
     def run(self, module: Module, ctx: PassContext) -> bool:
         insts = _instructions(module, ("logistic",))
         for inst in insts:
             x = inst.operands[0]
             b = Builder(inst.parent, before=inst)
-            narrow = self.upcast_bf16 and x.shape.dtype.name == "bf16"
-            if narrow:
-                x = b.convert(x, DTYPES["f32"])
             one = b.scalar_like(x, 1.0)
             e = b.unary("exponential", b.unary("negate", x))
-            out = b.binary("divide", one, b.binary("add", one, e))
-            replace(inst, b.convert(out, inst.shape.dtype) if narrow else out)
+            replace(inst, b.binary("divide", one, b.binary("add", one, e)))
         return bool(insts)
 
 
@@ -216,8 +207,7 @@ def _bn_inference(module: Module, bn: Instruction) -> Instruction:
     f = _BN(bn)
     x, scale, offset, mean, var = bn.operands
     xs, fs = x.shape, scale.shape
-    b = f.b
-    eps = b.broadcast(b.constant(xs.dtype, np.float32(_epsilon(bn))), fs.dims, ())
+    eps = f.bcast(f.const(xs.dtype, np.float32(_epsilon(bn))), fs, ())
     true_scale = f.binary("multiply", fs, scale, f.rsqrt(f.binary("add", fs, var, eps)))
     true_shift = f.binary("subtract", fs, offset,
                           f.binary("multiply", fs, mean, true_scale))

@@ -29,7 +29,7 @@ PASS_MODULES = (
     "zero_sized_hlo_elimination", "algsimp", "constant_folding", "reshape_mover",
     "while_loop_simplifier", "while_loop_constant_sinking", "conditional_simplifier",
     "expanders", "fusion", "library_rewriter", "dot_transforms",
-    "tree_reduction",
+    "tree_reduction", "float_normalization",
 )
 
 
@@ -75,12 +75,11 @@ def simplification() -> Pass:
 
 def through_layout_assignment() -> Pipeline:
     from .call_inliner import CallInliner
-    from .expanders import LogisticExpander
     return Pipeline("HLO passes through layout assignment", [
         *_passes("zero_sized_hlo_elimination", "comparison-expander"),
         CallInliner(),
-        *_passes("dot_decomposer", "batchnorm_expander"),
-        LogisticExpander(upcast_bf16=True),     # after XLA:CPU's bf16 float normalization
+        *_passes("dot_decomposer", "float-normalization", "batchnorm_expander",
+                 "logistic-expander"),
         simplification(),
         *_passes("transpose-folding", "cse", "cse_barrier_expander", "tuple-simplifier",
                  "flatten-call-graph"),
