@@ -185,9 +185,19 @@ def test_which_parts_compile_at_the_brief_level(monkeypatch):
     monkeypatch.setattr(row_vector, "ENABLED", False)
     assert _levels(_softmax(64, 1024)) == [None]
     assert _levels(_elementwise(small), opt_level=0) == [0]  # never above the options'
-    # per part: the CNN step's entry computation has loops of its own (the convolution's
-    # GEMM packing), its other parts only small kernels
+    # the CNN step's entry computation has loops of its own, the im2col copies of its two
+    # convolutions through OpenBLAS (14-56 KiB): the module's level, unless
+    # computation.BRIEF_IM2COL_BYTES counts them brief; with the emitted GEMM, whose loops
+    # are LLVM's, or im2col copies above a brief kernel's size, never
+    from hloc.backend import computation, parallel
     m = hloc.parse((DUMPS / "cnn_train_step.after_optimizations.hlo").read_text())
+    levels = jit.lower(m, Options()).levels
+    assert None in levels and jit.BRIEF_LEVEL in levels
+    monkeypatch.setattr(computation, "BRIEF_IM2COL_BYTES", 1 << 20)
+    assert set(jit.lower(m, Options()).levels) == {jit.BRIEF_LEVEL}
+    levels = jit.lower(m, Options(gemm="emitted")).levels
+    assert None in levels and jit.BRIEF_LEVEL in levels
+    monkeypatch.setattr(parallel, "MIN_WORK", 2 * 56448)     # the larger one's im2col bytes
     levels = jit.lower(m, Options()).levels
     assert None in levels and jit.BRIEF_LEVEL in levels
 
@@ -207,7 +217,8 @@ def test_the_brief_level_changes_the_code():
     assert _objects_at(text, 3) == _objects_at(text, 3)
 
 
-@pytest.mark.parametrize("stem", ["bert_train_step", "mlp_train_step", "looped"])
+@pytest.mark.parametrize("stem", ["bert_train_step", "mlp_train_step", "cnn_train_step",
+                                  "looped"])
 def test_brief_level_gives_the_same_bits(stem, monkeypatch):
     text, ins = _case(stem)
     bits, levels = _bits_forcing(monkeypatch, text, stem, ins, "levels", (None, 3))

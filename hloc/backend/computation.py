@@ -36,6 +36,14 @@ OWN_UNIT_INSTRUCTIONS = 2500
 # inside a while loop, whose trip count is not known: the BERT step's layer loop runs
 # kernels of up to 37 KiB, a scan body's scalar kernels touch a few hundred bytes.
 BRIEF_LOOPED_WORK = 64 << 10
+# A convolution through im2col + OpenBLAS whose im2col copies touch fewer bytes than this
+# leaves its computation brief (compiled at jit.BRIEF_LEVEL under the brief options); 0:
+# never, its im2col loops keep their part at the module's level. The CNN step's two (14-56
+# KiB) make its entry part O3, 62 % of its LLVM time on one core (benchmarks/
+# compile_parts.py): with 1 << 20 its compile is 351 -> 247 ms wall, 547 -> 415 ms CPU,
+# same bits, but its run time 0.060-0.061 -> 0.062-0.063 ms (best of 300, 4 runs each,
+# the im2col loops unvectorised at O1): off until that is won back.
+BRIEF_IM2COL_BYTES = 0
 # An inlinable kernel takes its buffers as arguments (hloc.backend.kernels.direct_type);
 # the weight still counts the array of pointers a call of the other kernels passes
 # (caller: alloca, bitcast, a GEP and store per pointer; kernel: a GEP and load per
@@ -256,6 +264,15 @@ class _Emitter:
         the calls of its condition and body; their kernels are noted as looped.)"""
         self.fns.note_brief(self.fn.name, False)
 
+    def brief_conv(self, inst, cg) -> bool:
+        """Whether a convolution through a library gemm (OpenBLAS: no loop of LLVM's) leaves
+        only brief loops here: its im2col copies (read and written) touch fewer than
+        BRIEF_IM2COL_BYTES (and than a kernel's brief loops)."""
+        if self.mcx.options.gemm == "emitted":
+            return False                  # the gemm's own loops are LLVM's
+        brief = BRIEF_LOOPED_WORK if self.fns.looped(self.comp) else parallel.MIN_WORK
+        return 2 * conv_gemm.im2col_bytes(inst, cg) < min(brief, BRIEF_IM2COL_BYTES)
+
     def instruction(self, inst) -> None:
         match inst.opcode:
             case "while":
@@ -284,7 +301,8 @@ class _Emitter:
                 self.own_loops()
                 split_reduce.emit(self, inst, split)
             case "convolution" if (cg := conv_gemm.plan(inst, self.mcx.options)) is not None:
-                self.own_loops()
+                if not self.brief_conv(inst, cg):
+                    self.own_loops()
                 with self.timed(inst, "conv:gemm"):
                     conv_gemm.emit(self, inst, cg)
             case _ if collective_calls.is_device_op(inst):

@@ -129,6 +129,12 @@ def plan(inst, options) -> ConvGemm | None:
     return None
 
 
+def im2col_bytes(inst, p: ConvGemm) -> int:
+    """Bytes the im2col loops write (one K row per output position; they read about as
+    many): the only loops of a convolution through a library gemm that LLVM compiles."""
+    return inst.shape.size // p.o * p.k * p.dt.np.itemsize
+
+
 def _digits(b, linear, dims, sizes):
     """The multi-index (dict dim -> i64) of `linear` over `dims` (major first)."""
     out = {}
