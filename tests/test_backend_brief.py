@@ -186,15 +186,16 @@ def test_which_parts_compile_at_the_brief_level(monkeypatch):
     assert _levels(_softmax(64, 1024)) == [None]
     assert _levels(_elementwise(small), opt_level=0) == [0]  # never above the options'
     # the CNN step's entry computation has loops of its own, the im2col copies of its two
-    # convolutions through OpenBLAS (14-56 KiB): the module's level, unless
-    # computation.BRIEF_IM2COL_BYTES counts them brief; with the emitted GEMM, whose loops
-    # are LLVM's, or im2col copies above a brief kernel's size, never
+    # convolutions through OpenBLAS (14-56 KiB): brief where computation.BRIEF_IM2COL_BYTES
+    # counts them so (the default), else the module's level; with the emitted GEMM, whose
+    # loops are LLVM's, or im2col copies above a brief kernel's size, never
     from hloc.backend import computation, parallel
     m = hloc.parse((DUMPS / "cnn_train_step.after_optimizations.hlo").read_text())
+    assert set(jit.lower(m, Options()).levels) == {jit.BRIEF_LEVEL}
+    monkeypatch.setattr(computation, "BRIEF_IM2COL_BYTES", 0)
     levels = jit.lower(m, Options()).levels
     assert None in levels and jit.BRIEF_LEVEL in levels
     monkeypatch.setattr(computation, "BRIEF_IM2COL_BYTES", 1 << 20)
-    assert set(jit.lower(m, Options()).levels) == {jit.BRIEF_LEVEL}
     levels = jit.lower(m, Options(gemm="emitted")).levels
     assert None in levels and jit.BRIEF_LEVEL in levels
     monkeypatch.setattr(parallel, "MIN_WORK", 2 * 56448)     # the larger one's im2col bytes

@@ -40,10 +40,11 @@ BRIEF_LOOPED_WORK = 64 << 10
 # leaves its computation brief (compiled at jit.BRIEF_LEVEL under the brief options); 0:
 # never, its im2col loops keep their part at the module's level. The CNN step's two (14-56
 # KiB) make its entry part O3, 62 % of its LLVM time on one core (benchmarks/
-# compile_parts.py): with 1 << 20 its compile is 351 -> 247 ms wall, 547 -> 415 ms CPU,
-# same bits, but its run time 0.060-0.061 -> 0.062-0.063 ms (best of 300, 4 runs each,
-# the im2col loops unvectorised at O1): off until that is won back.
-BRIEF_IM2COL_BYTES = 0
+# compile_parts.py): with 1 << 20 its compile is 351 -> 247 ms wall, 547 -> 415 ms CPU
+# (0.88x -> 0.64x XLA:CPU's, where it was at the goal's edge), same bits, for a run time
+# of 0.060-0.061 -> 0.062-0.063 ms (best of 300, 4 runs each; the im2col loops are not
+# vectorised at O1), still 0.3x XLA:CPU's.
+BRIEF_IM2COL_BYTES = 1 << 20
 # An inlinable kernel takes its buffers as arguments (hloc.backend.kernels.direct_type);
 # the weight still counts the array of pointers a call of the other kernels passes
 # (caller: alloca, bitcast, a GEP and store per pointer; kernel: a GEP and load per
