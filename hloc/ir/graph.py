@@ -347,6 +347,17 @@ def _same_kind(old: Instruction, new: Instruction) -> bool:
                                          new.attrs.get("custom_call_target"))
 
 
+def replace_uses(old: Instruction, users: list, new: Instruction) -> None:
+    """HloInstruction::ReplaceUsesWith: the uses of `old` by `users` (users it had before
+    the caller put it behind new instructions, e.g. a convert back to its old type), and
+    the root slot, become `new`; its other users keep it."""
+    for user in users:
+        for i, op in enumerate(user.operands):
+            if op is old:
+                user.set_operand(i, new)
+    if old.parent.root is old:
+        old.parent.set_root_instruction(new)
+
 def replace_instruction(old: Instruction, new: Instruction, removal: Removal | None = None,
                         *, preserve_sharding: bool = False, memo: dict | None = None,
                         operands_stay_used: bool = False) -> bool:

@@ -19,6 +19,7 @@ differs from XLA's there.
 from __future__ import annotations
 
 from ..ir.dtypes import DTYPES
+from ..ir.graph import replace_uses
 from ..ir.module import Instruction, Module
 from ..ir.rewriter import add_instruction
 from ..ir.shape import ArrayShape, TupleShape
@@ -68,7 +69,7 @@ def _normalize(inst: Instruction) -> None:
     wide = _wide(narrow)
     if wide == narrow:
         return
-    users, was_root = list(inst.users), comp.root is inst
+    users = list(inst.users)
     inst.set_shape(wide)
     if isinstance(narrow, TupleShape):
         meta = {"metadata": inst.attrs["metadata"]} if "metadata" in inst.attrs else {}
@@ -83,9 +84,4 @@ def _normalize(inst: Instruction) -> None:
         out = add_instruction(comp, "tuple", narrow, elems, after=after)
     else:
         out = add_instruction(comp, "convert", narrow, [inst], after=inst)
-    for user in users:
-        for k, op in enumerate(user.operands):
-            if op is inst:
-                user.set_operand(k, out)
-    if was_root:
-        comp.set_root_instruction(out)
+    replace_uses(inst, users, out)

@@ -19,7 +19,7 @@ from collections import deque
 
 from ..ir.clone import clone_instruction
 from ..ir.fusing import operand_parameter
-from ..ir.graph import post_order
+from ..ir.graph import post_order, replace_uses
 from ..ir.module import Computation, Instruction, Module
 from ..ir.rewriter import add_instruction
 from ..ir.shape import array
@@ -179,13 +179,7 @@ def _convert_if_necessary(inst: Instruction, dtype: str) -> Instruction | None:
     comp = inst.parent
     shape = inst.shape
     users = list(inst.users)
-    was_root = comp.root is inst
     inst.set_shape(array(dtype, shape.dims, shape.layout))
     convert = add_instruction(comp, "convert", shape, [inst])
-    for user in users:
-        for i, o in enumerate(user.operands):
-            if o is inst:
-                user.set_operand(i, convert)
-    if was_root:
-        comp.set_root_instruction(convert)
+    replace_uses(inst, users, convert)
     return convert
